@@ -1,0 +1,49 @@
+from django.db.models import QuerySet
+
+from collab.api.permissions import user_roles
+
+from .models import ApiKey, Invitation, Membership, Workspace
+
+
+def workspace_list(*, user) -> QuerySet:
+    return Workspace.objects.filter(pk__in=list(user_roles(user))).order_by("id")
+
+
+def workspace_get(*, user, workspace_id) -> Workspace | None:
+    try:
+        pk = int(workspace_id)
+    except (TypeError, ValueError):
+        return None
+    if pk not in user_roles(user):
+        return None
+    return Workspace.objects.filter(pk=pk).first()
+
+
+def default_workspace_id(*, user) -> int | None:
+    """The caller's first workspace: the oldest membership."""
+    return (
+        Membership.objects.filter(user=user)
+        .order_by("created_at", "id")
+        .values_list("workspace_id", flat=True)
+        .first()
+    )
+
+
+def member_list(*, workspace_id: int) -> QuerySet:
+    return (
+        Membership.objects.filter(workspace_id=workspace_id)
+        .select_related("user")
+        .order_by("user_id")
+    )
+
+
+def api_key_list(*, user) -> QuerySet:
+    return ApiKey.objects.filter(user=user).order_by("-id")
+
+
+def invitation_list(*, workspace_id: int) -> QuerySet:
+    return (
+        Invitation.objects.filter(workspace_id=workspace_id)
+        .prefetch_related("projects")
+        .order_by("-id")
+    )

@@ -1,0 +1,145 @@
+from rest_framework import serializers
+
+from collab.api.scopes import ALL_SCOPES
+
+from .models import ApiKey, Invitation, Membership, Role, User, Workspace
+
+
+class UserSerializer(serializers.Serializer):
+    """A user as seen inside one workspace: ``role`` is their role there."""
+
+    id = serializers.IntegerField(source="user.id")
+    email = serializers.EmailField(source="user.email")
+    name = serializers.CharField(source="user.name")
+    role = serializers.ChoiceField(choices=Role.choices)
+    status = serializers.ChoiceField(source="user.status", choices=User.Status.choices)
+    workspace_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField(source="user.created_at")
+
+
+class MeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "email", "name", "status", "tier", "created_at"]
+        read_only_fields = fields
+
+
+class WorkspaceSerializer(serializers.ModelSerializer):
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workspace
+        fields = ["id", "name", "slug", "role", "created_at"]
+        read_only_fields = fields
+
+    def get_role(self, workspace) -> str | None:
+        roles = self.context.get("roles") or {}
+        return roles.get(workspace.pk)
+
+
+class WorkspaceCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+
+
+class MembershipUpdateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    revoked = serializers.BooleanField(source="is_revoked", read_only=True)
+
+    class Meta:
+        model = ApiKey
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "scopes",
+            "expires_at",
+            "last_used_at",
+            "revoked",
+            "revoked_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    key = serializers.CharField(read_only=True, help_text="The key itself, shown only once.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = [*ApiKeySerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]), allow_empty=False
+    )
+    # camelCase to match the documented client library: CONTRACT section 4.
+    expiresIn = serializers.CharField(  # noqa: N815
+        required=False, allow_null=True, default="1y", max_length=32
+    )
+
+
+class LoginSerializer(serializers.Serializer):
+    email = serializers.CharField(max_length=254)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class RefreshSerializer(serializers.Serializer):
+    refresh_token = serializers.CharField(max_length=4096)
+
+
+class TokenPairSerializer(serializers.Serializer):
+    access_token = serializers.CharField()
+    refresh_token = serializers.CharField()
+    token_type = serializers.CharField()
+    expires_in = serializers.IntegerField()
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    workspace_id = serializers.IntegerField(read_only=True)
+    invited_by = serializers.IntegerField(source="invited_by_id", read_only=True, allow_null=True)
+    status = serializers.CharField(source="effective_status", read_only=True)
+    projects = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invitation
+        fields = [
+            "id",
+            "workspace_id",
+            "email",
+            "role",
+            "projects",
+            "status",
+            "expires_at",
+            "created_at",
+            "invited_by",
+        ]
+        read_only_fields = fields
+
+    def get_projects(self, invitation) -> list[int]:
+        return sorted(project.pk for project in invitation.projects.all())
+
+
+class InvitationCreateSerializer(serializers.Serializer):
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
+    projects = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, default=list
+    )
+
+
+class InvitationAcceptSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=150, required=False, allow_blank=True, default="")
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Membership
+        fields = ["workspace_id", "user_id", "role", "created_at"]
+        read_only_fields = fields

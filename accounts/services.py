@@ -1,0 +1,380 @@
+"""Writes for users, workspaces, memberships, API keys, invitations and JWT sessions."""
+
+import re
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from collab.api.exceptions import Conflict, NotFound, Unauthorized, ValidationFailed
+from collab.api.scopes import invalid_scopes
+from notifications.services import event_record
+
+from . import keys
+from .models import ApiKey, Invitation, Membership, Role, User, Workspace
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def parse_expires_in(value) -> timedelta | None:
+    """Parse ``expiresIn`` in the ``ms`` form (``"90d"``, ``"12h"``, ``"1y"``).
+
+    ``None`` and ``"never"`` mean no expiry. Raises ``ValueError`` with a message for people.
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() == "never"):
+        if not settings.API_KEY_ALLOW_NO_EXPIRY:
+            raise ValueError("Keys without expiry are not allowed here; give a duration.")
+        return None
+    if not isinstance(value, str):
+        raise ValueError("Expected a duration such as '90d', '12h' or '1y', or 'never'.")
+    match = _DURATION.match(value)
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(
+            f"'{value}' is not a duration: use a number and a unit s, m, h, d, w or y "
+            "('90d', '12h', '1y'), or 'never'."
+        )
+    lifetime = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    if lifetime > timedelta(days=settings.API_KEY_MAX_LIFETIME_DAYS):
+        raise ValueError(f"Keys may live at most {settings.API_KEY_MAX_LIFETIME_DAYS} days.")
+    return lifetime
+
+
+def _unique_slug(name: str) -> str:
+    base = slugify(name)[:180] or "workspace"
+    slug, n = base, 1
+    while Workspace.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+@transaction.atomic
+def workspace_create(*, name: str, owner: User) -> Workspace:
+    workspace = Workspace.objects.create(name=name, slug=_unique_slug(name))
+    Membership.objects.create(workspace=workspace, user=owner, role=Role.OWNER)
+    event_record(
+        type="workspace.created",
+        workspace_id=workspace.pk,
+        actor=owner,
+        data={"workspace": {"id": workspace.pk, "name": workspace.name}},
+    )
+    return workspace
+
+
+@transaction.atomic
+def user_create(
+    *,
+    email: str,
+    password: str | None,
+    name: str = "",
+    workspace_name: str | None = None,
+    role: str | None = None,
+    is_staff: bool = False,
+) -> tuple[User, Workspace | None]:
+    """Create an active user, and put them in ``workspace_name`` (created when missing)."""
+    email = User.objects.normalize_email(email).lower()
+    if User.objects.filter(email=email).exists():
+        raise ValidationFailed.field("email", "A user with this email already exists.")
+    user = User.objects.create_user(
+        email, password, name=name, is_staff=is_staff, is_superuser=is_staff
+    )
+    workspace = None
+    if workspace_name:
+        workspace = Workspace.objects.filter(name=workspace_name).first()
+        if workspace is None:
+            workspace = workspace_create(name=workspace_name, owner=user)
+            if role and role != Role.OWNER:
+                Membership.objects.filter(workspace=workspace, user=user).update(role=role)
+        else:
+            membership_add(workspace=workspace, user=user, role=role or Role.DEVELOPER, actor=None)
+    return user, workspace
+
+
+def membership_add(*, workspace: Workspace, user: User, role: str, actor) -> Membership:
+    with transaction.atomic():
+        membership = Membership.objects.create(workspace=workspace, user=user, role=role)
+        event_record(
+            type="workspace.member_added",
+            workspace_id=workspace.pk,
+            actor=actor,
+            data={"user": {"id": user.pk, "email": user.email}, "role": role},
+        )
+    return membership
+
+
+@transaction.atomic
+def membership_update(*, membership: Membership, role: str, actor) -> Membership:
+    previous = membership.role
+    if previous == role:
+        return membership
+    if previous == Role.OWNER:
+        _ensure_another_owner(membership)
+    membership.role = role
+    membership.save(update_fields=["role"])
+    event_record(
+        type="workspace.member_updated",
+        workspace_id=membership.workspace_id,
+        actor=actor,
+        data={"user": {"id": membership.user_id}, "role": role},
+        changes={"role": {"previous": previous, "current": role}},
+    )
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor) -> None:
+    from projects.models import ProjectMember
+
+    if membership.role == Role.OWNER:
+        _ensure_another_owner(membership)
+    ProjectMember.objects.filter(
+        user_id=membership.user_id, project__workspace_id=membership.workspace_id
+    ).delete()
+    event_record(
+        type="workspace.member_removed",
+        workspace_id=membership.workspace_id,
+        actor=actor,
+        data={"user": {"id": membership.user_id}},
+    )
+    membership.delete()
+
+
+def _ensure_another_owner(membership: Membership) -> None:
+    others = (
+        Membership.objects.select_for_update()
+        .filter(workspace_id=membership.workspace_id, role=Role.OWNER)
+        .exclude(pk=membership.pk)
+    )
+    if not others.exists():
+        raise Conflict("A workspace keeps at least one owner.")
+
+
+def api_key_create(
+    *, user: User, name: str, scopes: list[str], expires_in=None
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which is never available again."""
+    unknown = invalid_scopes(scopes)
+    if unknown:
+        raise ValidationFailed.field("scopes", f"Unknown scopes: {', '.join(unknown)}.")
+    if not scopes:
+        raise ValidationFailed.field("scopes", "Give at least one scope.")
+    try:
+        lifetime = parse_expires_in(expires_in)
+    except ValueError as exc:
+        raise ValidationFailed.field("expiresIn", str(exc)) from None
+    plaintext = keys.generate_key()
+    now = timezone.now()
+    api_key = ApiKey.objects.create(
+        user=user,
+        name=name,
+        prefix=keys.display_prefix(plaintext),
+        key_hash=keys.hash_key(plaintext),
+        scopes=sorted(set(scopes)),
+        expires_at=now + lifetime if lifetime else None,
+        created_at=now,
+    )
+    return api_key, plaintext
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    api_key.refresh_from_db(fields=["revoked_at"])
+    return api_key
+
+
+# JWT sessions ---------------------------------------------------------------------------
+
+
+def _token_pair(user: User) -> dict:
+    refresh = RefreshToken.for_user(user)
+    access = refresh.access_token
+    return {
+        "access_token": str(access),
+        "refresh_token": str(refresh),
+        "token_type": "Bearer",
+        "expires_in": int(access.lifetime.total_seconds()),
+    }
+
+
+def auth_login(*, email: str, password: str) -> dict:
+    user = authenticate(email=(email or "").strip().lower(), password=password)
+    if user is None:
+        raise Unauthorized("Invalid email or password.")
+    return _token_pair(user)
+
+
+def _claim_refresh_token(raw: str) -> OutstandingToken:
+    """Mark a refresh token used, exactly once.
+
+    The blacklist row is unique per token, so when many requests race with the same
+    refresh token the database lets exactly one insert through; the rest fail here.
+    """
+    try:
+        token = RefreshToken(raw)
+    except TokenError:
+        raise Unauthorized("Invalid or expired refresh token.") from None
+    outstanding = OutstandingToken.objects.filter(jti=token["jti"]).select_related("user").first()
+    if outstanding is None or outstanding.user is None:
+        raise Unauthorized("Invalid or expired refresh token.")
+    try:
+        with transaction.atomic():
+            BlacklistedToken.objects.create(token=outstanding)
+    except IntegrityError:
+        raise Unauthorized("This refresh token has already been used or revoked.") from None
+    return outstanding
+
+
+def auth_refresh(*, refresh_token: str) -> dict:
+    with transaction.atomic():
+        outstanding = _claim_refresh_token(refresh_token)
+        if not outstanding.user.is_active:
+            raise Unauthorized("This account is not active.")
+        return _token_pair(outstanding.user)
+
+
+def auth_logout(*, refresh_token: str) -> None:
+    _claim_refresh_token(refresh_token)
+
+
+# Invitations ----------------------------------------------------------------------------
+
+
+def _expire_stale_invitations(*, workspace: Workspace, email: str) -> None:
+    Invitation.objects.filter(
+        workspace=workspace,
+        email=email,
+        status=Invitation.Status.PENDING,
+        expires_at__lte=timezone.now(),
+    ).update(status=Invitation.Status.EXPIRED)
+
+
+def invitation_create(
+    *, workspace: Workspace, inviter: User, email: str, role: str, projects: list
+) -> tuple[Invitation, str]:
+    from .tasks import invitation_send_email
+
+    email = User.objects.normalize_email(email).lower()
+    token = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        user = User.objects.filter(email=email).first()
+        is_member = Membership.objects.filter(workspace=workspace, user=user).exists()
+        if user and is_member and user.status != User.Status.INVITED:
+            raise ValidationFailed.field("email", "This person is already a member.")
+        _expire_stale_invitations(workspace=workspace, email=email)
+        if Invitation.objects.filter(
+            workspace=workspace, email=email, status=Invitation.Status.PENDING
+        ).exists():
+            raise ValidationFailed.field("email", "A pending invitation exists for this email.")
+        if user is None:
+            user = User.objects.create_user(email, None, status=User.Status.INVITED)
+        try:
+            with transaction.atomic():
+                invitation = Invitation.objects.create(
+                    workspace=workspace,
+                    email=email,
+                    role=role,
+                    token_hash=keys.hash_key(token),
+                    invited_by=inviter,
+                    user=user,
+                    expires_at=timezone.now() + settings.INVITATION_LIFETIME,
+                )
+        except IntegrityError:
+            raise ValidationFailed.field(
+                "email", "A pending invitation exists for this email."
+            ) from None
+        invitation.projects.set(projects)
+        if user.status == User.Status.INVITED:
+            # Invitees show up in the workspace's user list as "invited"; an existing account
+            # joins only when it accepts, so an invitation alone grants it nothing.
+            Membership.objects.get_or_create(
+                workspace=workspace, user=user, defaults={"role": role}
+            )
+        event_record(
+            type="invitation.created",
+            workspace_id=workspace.pk,
+            actor=inviter,
+            data={"invitation": invitation_payload(invitation)},
+        )
+        # robust: a broker hiccup after commit is logged, not turned into a failed request.
+        transaction.on_commit(
+            lambda: invitation_send_email.delay(invitation_id=invitation.pk, token=token),
+            robust=True,
+        )
+    return invitation, token
+
+
+def invitation_payload(invitation: Invitation) -> dict:
+    from .serializers import InvitationSerializer
+
+    return dict(InvitationSerializer(invitation).data)
+
+
+@transaction.atomic
+def invitation_revoke(*, invitation: Invitation, actor: User) -> Invitation:
+    updated = Invitation.objects.filter(pk=invitation.pk, status=Invitation.Status.PENDING).update(
+        status=Invitation.Status.REVOKED
+    )
+    if not updated:
+        raise Conflict(f"This invitation is {invitation.effective_status}, not pending.")
+    invitation.refresh_from_db()
+    if invitation.user.status == User.Status.INVITED:
+        Membership.objects.filter(workspace=invitation.workspace, user=invitation.user).delete()
+    event_record(
+        type="invitation.revoked",
+        workspace_id=invitation.workspace_id,
+        actor=actor,
+        data={"invitation": invitation_payload(invitation)},
+    )
+    return invitation
+
+
+def invitation_accept(*, token: str, name: str, password: str) -> User:
+    from projects.services import project_member_add
+
+    with transaction.atomic():
+        invitation = (
+            Invitation.objects.select_for_update()
+            .select_related("user", "workspace")
+            .filter(token_hash=keys.hash_key(token or ""))
+            .first()
+        )
+        if invitation is None:
+            raise NotFound("No invitation matches this token.")
+        status = invitation.effective_status
+        if status != Invitation.Status.PENDING:
+            raise Conflict(f"This invitation is {status}.", details={"status": status})
+        user = invitation.user
+        if user.status == User.Status.INVITED:
+            try:
+                validate_password(password, user=user)
+            except DjangoValidationError as exc:
+                raise ValidationFailed(details={"password": list(exc.messages)}) from None
+            user.set_password(password)
+            user.name = name or user.name
+            user.status = User.Status.ACTIVE
+            user.save(update_fields=["password", "name", "status"])
+        Membership.objects.update_or_create(
+            workspace=invitation.workspace, user=user, defaults={"role": invitation.role}
+        )
+        invitation.status = Invitation.Status.ACCEPTED
+        invitation.accepted_at = timezone.now()
+        invitation.save(update_fields=["status", "accepted_at"])
+        for project in invitation.projects.all():
+            project_member_add(project=project, user=user, actor=user, skip_existing=True)
+        event_record(
+            type="invitation.accepted",
+            workspace_id=invitation.workspace_id,
+            actor=user,
+            data={"invitation": invitation_payload(invitation)},
+        )
+    return user

@@ -1,0 +1,265 @@
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+
+from collab.api.exceptions import NotFound, ValidationFailed
+from collab.api.permissions import MANAGE, READ, JwtOnly, require_ability, user_roles
+from collab.api.viewsets import ApiViewSet
+from projects import selectors as project_selectors
+
+from . import selectors, services
+from .filters import InvitationFilter, UserFilter
+from .models import ApiKey, Membership
+from .serializers import (
+    ApiKeyCreatedSerializer,
+    ApiKeyCreateSerializer,
+    ApiKeySerializer,
+    InvitationAcceptSerializer,
+    InvitationCreateSerializer,
+    InvitationSerializer,
+    LoginSerializer,
+    MembershipUpdateSerializer,
+    MeSerializer,
+    RefreshSerializer,
+    TokenPairSerializer,
+    UserSerializer,
+    WorkspaceCreateSerializer,
+    WorkspaceSerializer,
+)
+
+
+class AuthViewSet(ApiViewSet):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=LoginSerializer, responses={200: TokenPairSerializer})
+    @action(detail=False, methods=["post"])
+    def login(self, request):
+        data = self.validated(LoginSerializer)
+        return self.ok(services.auth_login(email=data["email"], password=data["password"]))
+
+    @extend_schema(request=RefreshSerializer, responses={200: TokenPairSerializer})
+    @action(detail=False, methods=["post"])
+    def refresh(self, request):
+        data = self.validated(RefreshSerializer)
+        return self.ok(services.auth_refresh(refresh_token=data["refresh_token"]))
+
+    @extend_schema(request=RefreshSerializer, responses={200: None})
+    @action(detail=False, methods=["post"])
+    def logout(self, request):
+        data = self.validated(RefreshSerializer)
+        services.auth_logout(refresh_token=data["refresh_token"])
+        return self.ok(None)
+
+
+class ApiKeyViewSet(ApiViewSet):
+    """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
+
+    permission_classes = [*ApiViewSet.permission_classes, JwtOnly]
+    serializer_class = ApiKeySerializer
+
+    def list(self, request):
+        return self.paginated(selectors.api_key_list(user=request.user), ApiKeySerializer)
+
+    @extend_schema(request=ApiKeyCreateSerializer, responses={201: ApiKeyCreatedSerializer})
+    def create(self, request):
+        data = self.validated(ApiKeyCreateSerializer)
+        api_key, plaintext = services.api_key_create(
+            user=request.user,
+            name=data["name"],
+            scopes=data["scopes"],
+            expires_in=data.get("expiresIn"),
+        )
+        api_key.key = plaintext
+        return self.created(ApiKeyCreatedSerializer(api_key).data, f"/v1/api-keys/{api_key.pk}")
+
+    def retrieve(self, request, pk=None):
+        return self.ok(ApiKeySerializer(self._get_key(pk)).data)
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        services.api_key_revoke(api_key=self._get_key(pk))
+        return self.deleted()
+
+    def _get_key(self, pk) -> ApiKey:
+        api_key = selectors.api_key_list(user=self.request.user).filter(pk=pk).first()
+        if api_key is None:
+            raise Http404
+        return api_key
+
+
+class UserViewSet(ApiViewSet):
+    """Members of one workspace (``workspace_id``, by default the caller's first)."""
+
+    scope_group = "users"
+    serializer_class = UserSerializer
+    filterset_class = UserFilter
+
+    def get_queryset(self):
+        return selectors.member_list(workspace_id=self._workspace_id())
+
+    def _workspace_id(self) -> int:
+        raw = self.request.query_params.get("workspace_id")
+        if raw:
+            workspace = selectors.workspace_get(user=self.request.user, workspace_id=raw)
+            if workspace is None:
+                raise NotFound("No such workspace.")
+            return workspace.pk
+        return selectors.default_workspace_id(user=self.request.user) or 0
+
+    def list(self, request):
+        return self.paginated(self.filter_queryset(self.get_queryset()), UserSerializer)
+
+    def retrieve(self, request, pk=None):
+        membership = self.get_queryset().filter(user_id=pk).first()
+        if membership is None:
+            raise Http404
+        return self.ok(UserSerializer(membership).data)
+
+    @extend_schema(responses={200: MeSerializer})
+    @action(detail=False, methods=["get"], url_path="me")
+    def me(self, request):
+        return self.ok(MeSerializer(request.user).data)
+
+
+class WorkspaceViewSet(ApiViewSet):
+    scope_group = "projects"
+    serializer_class = WorkspaceSerializer
+    action_scopes = {
+        "create": "users:write",
+        "members": "users:read",
+        "member_detail": "users:write",
+        "invitations": "users:read",
+        "invitation_revoke": "users:write",
+    }
+
+    def required_scope(self):
+        if self.action == "invitations" and self.request.method == "POST":
+            return "users:write"
+        return super().required_scope()
+
+    def _workspace(self, pk, ability=READ):
+        workspace = selectors.workspace_get(user=self.request.user, workspace_id=pk)
+        if workspace is None:
+            raise Http404
+        require_ability(self.request.user, workspace.pk, ability)
+        return workspace
+
+    def _context(self) -> dict:
+        return {"roles": user_roles(self.request.user)}
+
+    def list(self, request):
+        return self.paginated(
+            selectors.workspace_list(user=request.user), WorkspaceSerializer, **self._context()
+        )
+
+    @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer})
+    def create(self, request):
+        data = self.validated(WorkspaceCreateSerializer)
+        workspace = services.workspace_create(name=data["name"], owner=request.user)
+        request.user._workspace_roles = None
+        return self.created(
+            WorkspaceSerializer(workspace, context=self._context()).data,
+            f"/v1/workspaces/{workspace.pk}",
+        )
+
+    def retrieve(self, request, pk=None):
+        return self.ok(WorkspaceSerializer(self._workspace(pk), context=self._context()).data)
+
+    @extend_schema(responses={200: UserSerializer(many=True)})
+    @action(detail=True, methods=["get"], filterset_class=UserFilter)
+    def members(self, request, pk=None):
+        workspace = self._workspace(pk)
+        queryset = self.filter_queryset(selectors.member_list(workspace_id=workspace.pk))
+        return self.paginated(queryset, UserSerializer)
+
+    @extend_schema(request=MembershipUpdateSerializer, responses={200: UserSerializer})
+    @action(
+        detail=True,
+        methods=["patch", "delete"],
+        url_path=r"members/(?P<user_id>\d+)",
+    )
+    def member_detail(self, request, pk=None, user_id=None):
+        workspace = self._workspace(pk, MANAGE)
+        membership = (
+            Membership.objects.select_related("user")
+            .filter(workspace=workspace, user_id=user_id)
+            .first()
+        )
+        if membership is None:
+            raise Http404
+        if request.method == "DELETE":
+            services.membership_remove(membership=membership, actor=request.user)
+            return self.deleted()
+        data = self.validated(MembershipUpdateSerializer)
+        membership = services.membership_update(
+            membership=membership, role=data["role"], actor=request.user
+        )
+        return self.ok(UserSerializer(membership).data)
+
+    @extend_schema(methods=["GET"], responses={200: InvitationSerializer(many=True)}, filters=True)
+    @extend_schema(
+        methods=["POST"],
+        request=InvitationCreateSerializer,
+        responses={201: InvitationSerializer},
+    )
+    @action(detail=True, methods=["get", "post"], filterset_class=InvitationFilter)
+    def invitations(self, request, pk=None):
+        if request.method == "GET":
+            workspace = self._workspace(pk, MANAGE)
+            queryset = self.filter_queryset(selectors.invitation_list(workspace_id=workspace.pk))
+            return self.paginated(queryset, InvitationSerializer)
+        workspace = self._workspace(pk, MANAGE)
+        data = self.validated(InvitationCreateSerializer)
+        projects = list(
+            project_selectors.project_list(user=request.user).filter(
+                workspace=workspace, pk__in=data["projects"]
+            )
+        )
+        missing = set(data["projects"]) - {project.pk for project in projects}
+        if missing:
+            raise ValidationFailed.field(
+                "projects", f"No such projects in this workspace: {sorted(missing)}."
+            )
+        invitation, _token = services.invitation_create(
+            workspace=workspace,
+            inviter=request.user,
+            email=data["email"],
+            role=data["role"],
+            projects=projects,
+        )
+        return self.created(
+            InvitationSerializer(invitation).data,
+            f"/v1/workspaces/{workspace.pk}/invitations/{invitation.pk}",
+        )
+
+    @extend_schema(responses={200: InvitationSerializer})
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=r"invitations/(?P<invitation_id>\d+)",
+    )
+    def invitation_revoke(self, request, pk=None, invitation_id=None):
+        workspace = self._workspace(pk, MANAGE)
+        invitation = (
+            selectors.invitation_list(workspace_id=workspace.pk).filter(pk=invitation_id).first()
+        )
+        if invitation is None:
+            raise Http404
+        services.invitation_revoke(invitation=invitation, actor=request.user)
+        return self.deleted()
+
+
+class InvitationAcceptViewSet(ApiViewSet):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=InvitationAcceptSerializer, responses={200: MeSerializer})
+    @action(detail=False, methods=["post"])
+    def accept(self, request):
+        data = self.validated(InvitationAcceptSerializer)
+        user = services.invitation_accept(
+            token=data["token"], name=data["name"], password=data["password"]
+        )
+        return self.ok(MeSerializer(user).data)

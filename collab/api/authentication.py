@@ -1,0 +1,93 @@
+"""One ``Authorization: Bearer`` header for both schemes: API keys (``clb_...``) and JWTs."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework_simplejwt.authentication import JWTAuthentication
+from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
+
+from accounts import keys
+from accounts.models import ApiKey
+
+from .scopes import ALL_GRANTED, expand
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What ``request.auth`` holds: how the caller signed in and what it may do."""
+
+    kind: str  # "api_key" or "jwt"
+    scopes: frozenset[str]
+    api_key: ApiKey | None = field(default=None, compare=False)
+
+    @property
+    def is_jwt(self) -> bool:
+        return self.kind == "jwt"
+
+
+class BearerAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, credential = header.partition(" ")
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not credential or " " in credential:
+            raise exceptions.AuthenticationFailed(
+                "The Authorization header must be 'Bearer <API key or token>'."
+            )
+        if keys.looks_like_key(credential):
+            return self._authenticate_key(credential)
+        return self._authenticate_jwt(credential)
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="api"'
+
+    def _authenticate_key(self, raw: str):
+        if not keys.is_well_formed(raw):
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        api_key = ApiKey.objects.select_related("user").filter(key_hash=keys.hash_key(raw)).first()
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        now = timezone.now()
+        if api_key.is_revoked:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        if api_key.is_expired(now):
+            raise exceptions.AuthenticationFailed("This API key has expired.")
+        if not api_key.user.is_active:
+            raise exceptions.AuthenticationFailed("The account of this API key is not active.")
+        _touch_last_used(api_key, now)
+        return api_key.user, Credential("api_key", expand(api_key.scopes), api_key)
+
+    def _authenticate_jwt(self, raw: str):
+        backend = JWTAuthentication()
+        try:
+            token = backend.get_validated_token(raw.encode())
+        except (InvalidToken, TokenError):
+            raise exceptions.AuthenticationFailed("Invalid or expired token.") from None
+        try:
+            user = backend.get_user(token)
+        except (InvalidToken, exceptions.AuthenticationFailed):
+            raise exceptions.AuthenticationFailed(
+                "The account of this token is not active."
+            ) from None
+        return user, Credential("jwt", ALL_GRANTED)
+
+
+def _touch_last_used(api_key: ApiKey, now) -> None:
+    """Record use at most once a minute: a conditional UPDATE, skipped entirely when fresh."""
+    threshold = now - LAST_USED_RESOLUTION
+    if api_key.last_used_at is not None and api_key.last_used_at > threshold:
+        return
+    ApiKey.objects.filter(pk=api_key.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
+    ).update(last_used_at=now)
+    api_key.last_used_at = now

@@ -1,0 +1,192 @@
+"""Typed API errors with stable codes, and the one handler that renders every error.
+
+Every error leaves the service as
+``{"success": false, "error": {"code", "message", "details"}}`` with the status of
+CONTRACT section 2. Views raise the classes below (or DRF's own exceptions, which are
+mapped here); nothing else builds an error body.
+"""
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework import status
+from rest_framework.response import Response
+
+logger = logging.getLogger("collab.api")
+
+
+class ApiError(drf.APIException):
+    """Base of the service's own errors: a status, a stable code and a details object."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    code = "BAD_REQUEST"
+    default_detail = "The request cannot be processed."
+
+    def __init__(self, message: str | None = None, *, details: dict | None = None):
+        self.message = message or str(self.default_detail)
+        self.details = details or {}
+        super().__init__(self.message)
+
+
+class BadRequest(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    code = "BAD_REQUEST"
+    default_detail = "The request cannot be parsed."
+
+
+class Unauthorized(ApiError):
+    status_code = status.HTTP_401_UNAUTHORIZED
+    code = "UNAUTHORIZED"
+    default_detail = "Authentication credentials were not provided or are not valid."
+
+
+class Forbidden(ApiError):
+    status_code = status.HTTP_403_FORBIDDEN
+    code = "FORBIDDEN"
+    default_detail = "You do not have permission to perform this action."
+
+
+class NotFound(ApiError):
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "NOT_FOUND"
+    default_detail = "Not found."
+
+
+class Conflict(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    code = "CONFLICT"
+    default_detail = "The resource's state forbids this operation."
+
+
+class PayloadTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    code = "PAYLOAD_TOO_LARGE"
+    default_detail = "The request body is larger than the service accepts."
+
+
+class UnsupportedMediaType(ApiError):
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    default_detail = "Request bodies must be application/json."
+
+
+class ValidationFailed(ApiError):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    code = "VALIDATION_ERROR"
+    default_detail = "The request has invalid fields."
+
+    @classmethod
+    def field(cls, name: str, message: str) -> "ValidationFailed":
+        return cls(details={name: [message]})
+
+
+class RateLimited(ApiError):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    code = "RATE_LIMITED"
+    default_detail = "Request limit exceeded."
+
+
+# DRF's exceptions and the codes they map to, for errors raised inside DRF itself.
+_DRF_CODES: list[tuple[type[Exception], int, str]] = [
+    (drf.ParseError, 400, "BAD_REQUEST"),
+    (drf.AuthenticationFailed, 401, "UNAUTHORIZED"),
+    (drf.NotAuthenticated, 401, "UNAUTHORIZED"),
+    (drf.PermissionDenied, 403, "FORBIDDEN"),
+    (drf.NotFound, 404, "NOT_FOUND"),
+    (drf.MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
+    (drf.NotAcceptable, 406, "NOT_ACCEPTABLE"),
+    (drf.UnsupportedMediaType, 415, "UNSUPPORTED_MEDIA_TYPE"),
+    (drf.Throttled, 429, "RATE_LIMITED"),
+]
+
+
+def error_body(code: str, message: str, details: dict | None = None) -> dict:
+    return {
+        "success": False,
+        "error": {"code": code, "message": message, "details": details or {}},
+    }
+
+
+def flatten_validation_errors(detail, prefix: str = "") -> dict[str, list[str]]:
+    """Turn DRF's nested error structure into ``{"field": ["message", ...]}``.
+
+    Nested fields are joined with dots (``labels.0``) so every value stays a list of strings.
+    """
+    errors: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key == "non_field_errors" and prefix:
+                name = prefix
+            for field, messages in flatten_validation_errors(value, name).items():
+                errors.setdefault(field, []).extend(messages)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            errors[prefix or "non_field_errors"] = [str(item) for item in detail]
+        else:
+            for index, item in enumerate(detail):
+                name = f"{prefix}.{index}" if prefix else str(index)
+                for field, messages in flatten_validation_errors(item, name).items():
+                    errors.setdefault(field, []).extend(messages)
+    else:
+        errors[prefix or "non_field_errors"] = [str(detail)]
+    return errors
+
+
+def _drf_message(exc: drf.APIException) -> str:
+    detail = exc.detail
+    if isinstance(detail, (list, dict)):
+        return str(exc.default_detail)
+    return str(detail)
+
+
+def exception_handler(exc, context):
+    """DRF's EXCEPTION_HANDLER: every exception raised in an API view becomes an envelope."""
+    headers: dict[str, str] = {}
+
+    if isinstance(exc, Http404):
+        exc = NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = Forbidden()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+
+    if isinstance(exc, ApiError):
+        status_code, body = exc.status_code, error_body(exc.code, exc.message, exc.details)
+    elif isinstance(exc, drf.ValidationError):
+        status_code = 422
+        body = error_body(
+            "VALIDATION_ERROR",
+            "The request has invalid fields.",
+            flatten_validation_errors(exc.detail),
+        )
+    elif isinstance(exc, drf.APIException):
+        status_code, code = exc.status_code, "BAD_REQUEST"
+        for cls, mapped_status, mapped_code in _DRF_CODES:
+            if isinstance(exc, cls):
+                status_code, code = mapped_status, mapped_code
+                break
+        body = error_body(code, _drf_message(exc))
+        if isinstance(exc, drf.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(int(exc.wait) + 1)
+    else:
+        request = context.get("request")
+        request_id = getattr(request, "request_id", "") if request is not None else ""
+        logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)
+        status_code = 500
+        body = error_body(
+            "INTERNAL_ERROR",
+            "The service failed to handle this request.",
+            {"request_id": request_id} if request_id else {},
+        )
+
+    if status_code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="api"'
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "retry_after", None):
+        headers["Retry-After"] = str(exc.retry_after)
+    return Response(body, status=status_code, headers=headers)

@@ -1,0 +1,112 @@
+"""``page``/``per_page`` pagination carrying both meta shapes of the contract and a Link header."""
+
+import math
+
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+from .exceptions import BadRequest
+from .renderers import Envelope
+
+DEFAULT_PER_PAGE = 20
+MAX_PER_PAGE = 100
+
+
+def positive_int_param(request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    value = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if value < 1:
+        raise BadRequest(
+            f"'{name}' must be a positive integer.",
+            details={name: [f"Expected a positive integer, got '{raw}'."]},
+        )
+    return value
+
+
+class PagePagination(BasePagination):
+    """Page numbers from 1; ``per_page`` defaults to 20 and is clamped to 100.
+
+    A page past the last answers an empty list, not an error. The total comes from
+    ``count_queryset`` when the view offers a cheaper exact source than ``COUNT(*)``.
+    """
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.request = request
+        self.page = positive_int_param(request, "page", 1)
+        self.per_page = min(positive_int_param(request, "per_page", DEFAULT_PER_PAGE), MAX_PER_PAGE)
+        counter = getattr(view, "count_queryset", None)
+        self.total = counter(queryset) if counter else _count(queryset)
+        offset = (self.page - 1) * self.per_page
+        if offset >= self.total:
+            return []
+        return list(queryset[offset : offset + self.per_page])
+
+    @property
+    def total_pages(self) -> int:
+        return max(1, math.ceil(self.total / self.per_page))
+
+    def get_paginated_response(self, data):
+        meta = {
+            "total": self.total,
+            "page": self.page,
+            "per_page": self.per_page,
+            "current_page": self.page,
+            "total_pages": self.total_pages,
+            "total_count": self.total,
+        }
+        response = Response(Envelope(success=True, data=data, meta=meta))
+        response["Link"] = self._link_header()
+        return response
+
+    def _link_header(self) -> str:
+        url = self.request.build_absolute_uri()
+        url = replace_query_param(url, "per_page", self.per_page)
+        links = [("first", 1)]
+        if self.page > 1:
+            links.append(("prev", min(self.page - 1, self.total_pages)))
+        if self.page < self.total_pages:
+            links.append(("next", self.page + 1))
+        links.append(("last", self.total_pages))
+        return ", ".join(
+            f'<{replace_query_param(url, "page", number)}>; rel="{rel}"' for rel, number in links
+        )
+
+    def get_paginated_response_schema(self, schema):
+        return {
+            "type": "object",
+            "required": ["success", "data", "meta"],
+            "properties": {
+                "success": {"type": "boolean", "enum": [True]},
+                "data": schema,
+                "meta": {"$ref": "#/components/schemas/PageMeta"},
+            },
+        }
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "description": "Page number, from 1.",
+                "schema": {"type": "integer", "minimum": 1, "default": 1},
+            },
+            {
+                "name": "per_page",
+                "in": "query",
+                "required": False,
+                "description": f"Page size, {DEFAULT_PER_PAGE} by default; larger values are "
+                f"clamped to {MAX_PER_PAGE}.",
+                "schema": {"type": "integer", "minimum": 1, "default": DEFAULT_PER_PAGE},
+            },
+        ]
+
+
+def _count(queryset) -> int:
+    try:
+        return queryset.count()
+    except (AttributeError, TypeError):
+        return len(queryset)

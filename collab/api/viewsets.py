@@ -1,0 +1,86 @@
+"""Base viewsets every app builds on.
+
+``ApiViewSet`` decides, per action, the scope a credential needs and the workspace ability
+the caller needs, and gives the helpers that shape responses (201 with ``Location``, the
+contract's delete body, pages). ``ProjectScopedViewSet`` resolves the project named in the
+URL once, through the one visibility selector: a project the caller may not see is a 404,
+whatever the route.
+"""
+
+from django.http import Http404
+from rest_framework import viewsets
+from rest_framework.response import Response
+
+from projects import selectors as project_selectors
+from projects.models import Project
+
+from .exceptions import Conflict
+from .permissions import READ, default_ability, default_level, require_ability
+
+
+class ApiViewSet(viewsets.GenericViewSet):
+    scope_group = ""
+    filterset_class = None
+    # Overrides of the defaults (read for GET, write for POST/PUT/PATCH, admin for DELETE).
+    action_scopes: dict[str, str] = {}
+    action_abilities: dict[str, str] = {}
+
+    def required_scope(self) -> str | None:
+        if self.action in self.action_scopes:
+            return self.action_scopes[self.action]
+        if not self.scope_group:
+            return None
+        return f"{self.scope_group}:{default_level(self.request.method)}"
+
+    def required_ability(self) -> str:
+        return self.action_abilities.get(self.action) or default_ability(self.request.method)
+
+    def validated(self, serializer_class, *, data=None, partial=False, **context) -> dict:
+        serializer = serializer_class(
+            data=self.request.data if data is None else data,
+            partial=partial,
+            context={"request": self.request, "view": self, **context},
+        )
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def ok(self, data) -> Response:
+        return Response(data)
+
+    def created(self, data, location: str) -> Response:
+        return Response(data, status=201, headers={"Location": location})
+
+    def deleted(self) -> Response:
+        return Response(None, status=200)
+
+    def paginated(self, queryset, serializer_class, **context) -> Response:
+        page = self.paginate_queryset(queryset)
+        serializer = serializer_class(
+            page, many=True, context={"request": self.request, "view": self, **context}
+        )
+        return self.get_paginated_response(serializer.data)
+
+
+class ProjectScopedViewSet(ApiViewSet):
+    """A viewset whose routes live under one project (``project_lookup_kwarg`` in the URL)."""
+
+    project_lookup_kwarg = "project_id"
+
+    def get_project(self, *, ability: str | None = None) -> Project:
+        cached = getattr(self, "_project", None)
+        if cached is None:
+            raw = self.kwargs.get(self.project_lookup_kwarg)
+            cached = project_selectors.project_get(user=self.request.user, project_id=raw)
+            if cached is None:
+                raise Http404
+            self._project = cached
+        self.check_project_ability(cached, ability or self.required_ability())
+        return cached
+
+    def check_project_ability(self, project: Project, ability: str) -> None:
+        require_ability(self.request.user, project.workspace_id, ability)
+        if ability != READ and project.is_archived:
+            raise Conflict(
+                "This project is archived and read-only.",
+                details={"project_status": project.status},
+            )

@@ -1,0 +1,122 @@
+"""Writes for projects and their teams. Each records its event in its own transaction."""
+
+from django.db import IntegrityError, transaction
+
+from accounts.models import Membership, User, Workspace
+from collab.api.exceptions import Conflict, ValidationFailed
+from notifications.services import diff, event_record
+
+from .models import Project, ProjectMember
+from .serializers import ProjectSerializer
+
+
+def project_payload(project: Project) -> dict:
+    return dict(ProjectSerializer(project).data)
+
+
+def project_create(
+    *, workspace: Workspace, actor: User, name: str, description: str = "", visibility: str
+) -> Project:
+    with transaction.atomic():
+        project = Project.objects.create(
+            workspace=workspace,
+            name=name,
+            description=description,
+            visibility=visibility,
+            created_by=actor,
+        )
+        ProjectMember.objects.create(project=project, user=actor)
+        project.team_count = 1
+        event_record(
+            type="project.created",
+            workspace_id=workspace.pk,
+            project_id=project.pk,
+            actor=actor,
+            data={"project": project_payload(project)},
+        )
+    return project
+
+
+WRITABLE_FIELDS = ("name", "description", "visibility", "status")
+
+
+def project_update(*, project: Project, actor: User, data: dict) -> Project:
+    """Apply the given fields. An archived project only accepts being made active again."""
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        if project.is_archived and data.get("status") != Project.Status.ACTIVE:
+            raise Conflict(
+                "This project is archived and read-only; set its status to active first.",
+                details={"project_status": project.status},
+            )
+        before = {name: getattr(project, name) for name in WRITABLE_FIELDS}
+        for name, value in data.items():
+            if name in WRITABLE_FIELDS:
+                setattr(project, name, value)
+        changes = diff(before, {name: getattr(project, name) for name in WRITABLE_FIELDS})
+        if changes:
+            project.save()
+        project.team_count = project.members.count()
+        if changes:
+            event_record(
+                type="project.updated",
+                workspace_id=project.workspace_id,
+                project_id=project.pk,
+                actor=actor,
+                data={"project": project_payload(project)},
+                changes=changes,
+            )
+    return project
+
+
+def project_delete(*, project: Project, actor: User) -> None:
+    with transaction.atomic():
+        event_record(
+            type="project.deleted",
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+            data={"project": project_payload(project)},
+        )
+        project.delete()
+
+
+def _member_payload(project: Project, user: User) -> dict:
+    return {
+        "project": {"id": project.pk, "name": project.name},
+        "user": {"id": user.pk, "email": user.email, "name": user.name},
+    }
+
+
+def project_member_add(
+    *, project: Project, user: User, actor: User, skip_existing: bool = False
+) -> ProjectMember | None:
+    if not Membership.objects.filter(workspace_id=project.workspace_id, user=user).exists():
+        raise ValidationFailed.field("user_id", "This user is not a member of the workspace.")
+    try:
+        with transaction.atomic():
+            member = ProjectMember.objects.create(project=project, user=user)
+            event_record(
+                type="member.added",
+                workspace_id=project.workspace_id,
+                project_id=project.pk,
+                actor=actor,
+                data=_member_payload(project, user),
+            )
+    except IntegrityError:
+        if skip_existing:
+            return None
+        raise ValidationFailed.field("user_id", "This user is already on the team.") from None
+    return member
+
+
+def project_member_remove(*, member: ProjectMember, actor: User) -> None:
+    with transaction.atomic():
+        event_record(
+            type="member.removed",
+            workspace_id=member.project.workspace_id,
+            project_id=member.project_id,
+            actor=actor,
+            data=_member_payload(member.project, member.user),
+        )
+        member.delete()

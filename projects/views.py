@@ -1,0 +1,132 @@
+from django.db.models import OuterRef, Subquery
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+
+from accounts import selectors as account_selectors
+from accounts.models import Membership, User
+from collab.api.exceptions import ValidationFailed
+from collab.api.permissions import MANAGE, READ, WRITE, require_ability
+from collab.api.viewsets import ProjectScopedViewSet
+
+from . import selectors, services
+from .filters import ProjectFilter
+from .serializers import (
+    ProjectCreateSerializer,
+    ProjectMemberAddSerializer,
+    ProjectMemberSerializer,
+    ProjectSerializer,
+    ProjectUpdateSerializer,
+)
+
+
+class ProjectViewSet(ProjectScopedViewSet):
+    scope_group = "projects"
+    project_lookup_kwarg = "pk"
+    serializer_class = ProjectSerializer
+    filterset_class = ProjectFilter
+    action_scopes = {"members": "projects:read", "member_remove": "projects:admin"}
+    action_abilities = {"member_remove": MANAGE}
+
+    def required_scope(self):
+        if self.action == "members" and self.request.method == "POST":
+            return "projects:admin"
+        return super().required_scope()
+
+    def get_queryset(self):
+        return selectors.project_list(user=self.request.user)
+
+    def list(self, request):
+        return self.paginated(self.filter_queryset(self.get_queryset()), ProjectSerializer)
+
+    @extend_schema(request=ProjectCreateSerializer, responses={201: ProjectSerializer})
+    def create(self, request):
+        data = self.validated(ProjectCreateSerializer)
+        workspace_id = data.get("workspace_id") or account_selectors.default_workspace_id(
+            user=request.user
+        )
+        workspace = account_selectors.workspace_get(user=request.user, workspace_id=workspace_id)
+        if workspace is None:
+            raise ValidationFailed.field(
+                "workspace_id",
+                "No such workspace among yours." if workspace_id else "You have no workspace yet.",
+            )
+        require_ability(request.user, workspace.pk, WRITE)
+        project = services.project_create(
+            workspace=workspace,
+            actor=request.user,
+            name=data["name"],
+            description=data["description"],
+            visibility=data["visibility"],
+        )
+        return self.created(ProjectSerializer(project).data, f"/v1/projects/{project.pk}")
+
+    def retrieve(self, request, pk=None):
+        return self.ok(ProjectSerializer(self.get_project()).data)
+
+    @extend_schema(request=ProjectUpdateSerializer, responses={200: ProjectSerializer})
+    def update(self, request, pk=None):
+        return self._update(partial=False)
+
+    @extend_schema(request=ProjectUpdateSerializer, responses={200: ProjectSerializer})
+    def partial_update(self, request, pk=None):
+        return self._update(partial=True)
+
+    def _update(self, *, partial: bool):
+        project = self._own_project(WRITE)
+        data = self.validated(ProjectUpdateSerializer, partial=partial)
+        project = services.project_update(project=project, actor=self.request.user, data=data)
+        return self.ok(ProjectSerializer(project).data)
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        services.project_delete(project=self._own_project(MANAGE), actor=request.user)
+        return self.deleted()
+
+    def _own_project(self, ability: str):
+        # The project itself may be written while archived, to make it active again
+        # (the service decides); everything under it is read-only.
+        project = self.get_project(ability=READ)
+        require_ability(self.request.user, project.workspace_id, ability)
+        return project
+
+    @extend_schema(methods=["GET"], responses={200: ProjectMemberSerializer(many=True)})
+    @extend_schema(
+        methods=["POST"],
+        request=ProjectMemberAddSerializer,
+        responses={201: ProjectMemberSerializer},
+    )
+    @action(detail=True, methods=["get", "post"], filter_backends=[])
+    def members(self, request, pk=None):
+        if request.method == "GET":
+            project = self.get_project(ability=READ)
+            role = Membership.objects.filter(
+                workspace_id=project.workspace_id, user_id=OuterRef("user_id")
+            ).values("role")[:1]
+            queryset = selectors.project_members(project=project).annotate(role=Subquery(role))
+            return self.paginated(queryset, ProjectMemberSerializer)
+        project = self.get_project(ability=MANAGE)
+        data = self.validated(ProjectMemberAddSerializer)
+        user = User.objects.filter(pk=data["user_id"]).first()
+        if user is None:
+            raise ValidationFailed.field("user_id", "No such user.")
+        member = services.project_member_add(project=project, user=user, actor=request.user)
+        member.role = (
+            Membership.objects.filter(workspace_id=project.workspace_id, user=user)
+            .values_list("role", flat=True)
+            .first()
+        )
+        return self.created(
+            ProjectMemberSerializer(member).data,
+            f"/v1/projects/{project.pk}/members/{user.pk}",
+        )
+
+    @extend_schema(responses={200: None})
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<user_id>\d+)")
+    def member_remove(self, request, pk=None, user_id=None):
+        project = self.get_project(ability=MANAGE)
+        member = selectors.project_members(project=project).filter(user_id=user_id).first()
+        if member is None:
+            raise Http404
+        services.project_member_remove(member=member, actor=request.user)
+        return self.deleted()
