@@ -1,5 +1,7 @@
 """Settings for the test suite. CI points DATABASE_URL and REDIS_URL at real servers."""
 
+import re
+
 from .base import *  # noqa: F403
 from .base import DATA_DIR, env
 
@@ -16,3 +18,19 @@ STORAGES = {
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+# Each pytest-xdist worker gets its own Redis database, so caches and counters never mix.
+_worker = env.str("PYTEST_XDIST_WORKER", default="gw0").removeprefix("gw")
+if REDIS_URL:  # noqa: F405
+    REDIS_URL = re.sub(r"(/\d+)?/?$", f"/{1 + int(_worker or 0) % 15}", REDIS_URL)  # noqa: F405
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+# Most tests run tasks in-process; tests of the worker itself start a real one.
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True

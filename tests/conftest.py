@@ -1,0 +1,100 @@
+"""Fixed personas and API clients shared by every test module.
+
+The world: workspace "Acme" with an owner, an admin, a developer and a viewer, and one
+private project on which the owner and the developer sit. An outsider owns another
+workspace ("Globex") with its own project.
+"""
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import Role
+from collab.api.scopes import ALL_SCOPES
+from tests.factories import (
+    MembershipFactory,
+    ProjectFactory,
+    ProjectMemberFactory,
+    UserFactory,
+    WorkspaceFactory,
+    make_api_key,
+)
+
+
+@dataclass
+class World:
+    acme: object
+    globex: object
+    owner: object
+    admin: object
+    developer: object
+    viewer: object
+    outsider: object
+    project: object
+    other_project: object
+
+
+@pytest.fixture
+def world(db) -> World:
+    acme = WorkspaceFactory(name="Acme", slug="acme")
+    globex = WorkspaceFactory(name="Globex", slug="globex")
+    owner = UserFactory(email="owner@acme.test", name="Olive Owner")
+    admin = UserFactory(email="admin@acme.test", name="Adam Admin")
+    developer = UserFactory(email="dev@acme.test", name="Dana Developer")
+    viewer = UserFactory(email="viewer@acme.test", name="Vic Viewer")
+    outsider = UserFactory(email="outsider@globex.test", name="Otto Outsider")
+    MembershipFactory(workspace=acme, user=owner, role=Role.OWNER)
+    MembershipFactory(workspace=acme, user=admin, role=Role.ADMIN)
+    MembershipFactory(workspace=acme, user=developer, role=Role.DEVELOPER)
+    MembershipFactory(workspace=acme, user=viewer, role=Role.VIEWER)
+    MembershipFactory(workspace=globex, user=outsider, role=Role.OWNER)
+    project = ProjectFactory(workspace=acme, name="Rocket", created_by=owner)
+    for user in (owner, developer, viewer):
+        ProjectMemberFactory(project=project, user=user)
+    other_project = ProjectFactory(workspace=globex, name="Secret", created_by=outsider)
+    ProjectMemberFactory(project=other_project, user=outsider)
+    return World(acme, globex, owner, admin, developer, viewer, outsider, project, other_project)
+
+
+def client_for(user=None, scopes=ALL_SCOPES, **key_options) -> APIClient:
+    """An API client authenticated with a fresh API key of ``user`` (anonymous if None)."""
+    client = APIClient()
+    if user is not None:
+        key = make_api_key(user, scopes, **key_options)
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.fixture
+def api(world):
+    """``api.owner``, ``api.developer`` ...: full-scope key clients of each persona."""
+
+    class Clients:
+        anonymous = APIClient()
+        owner = client_for(world.owner)
+        admin = client_for(world.admin)
+        developer = client_for(world.developer)
+        viewer = client_for(world.viewer)
+        outsider = client_for(world.outsider)
+
+    return Clients
+
+
+def assert_error(response, status: int, code: str):
+    """The contract's error envelope, with the given status and code."""
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert body["success"] is False
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["details"], dict)
+    return body["error"]
+
+
+def assert_ok(response, status: int = 200):
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert body["success"] is True
+    assert "data" in body
+    return body

@@ -1,0 +1,73 @@
+import factory
+from django.utils import timezone
+
+from accounts import keys
+from accounts.models import ApiKey, Membership, Role, User, Workspace
+from projects.models import Project, ProjectMember
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    email = factory.Sequence(lambda n: f"user{n}@example.com")
+    name = factory.Faker("name")
+    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+    @factory.post_generation
+    def saved(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class WorkspaceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Workspace
+
+    name = factory.Sequence(lambda n: f"Workspace {n}")
+    slug = factory.Sequence(lambda n: f"workspace-{n}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Role.DEVELOPER
+
+
+class ProjectFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Project
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    name = factory.Sequence(lambda n: f"Project {n}")
+    description = "A project"
+    visibility = Project.Visibility.PRIVATE
+
+
+class ProjectMemberFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ProjectMember
+
+    project = factory.SubFactory(ProjectFactory)
+    user = factory.SubFactory(UserFactory)
+
+
+def make_api_key(user, scopes, *, expires_at=None, revoked=False, name="test key") -> str:
+    """Create a key row directly and return its plaintext."""
+    plaintext = keys.generate_key()
+    ApiKey.objects.create(
+        user=user,
+        name=name,
+        prefix=keys.display_prefix(plaintext),
+        key_hash=keys.hash_key(plaintext),
+        scopes=list(scopes),
+        expires_at=expires_at,
+        revoked_at=timezone.now() if revoked else None,
+    )
+    return plaintext
