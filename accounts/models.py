@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -173,3 +174,26 @@ class Invitation(models.Model):
         if self.status == self.Status.PENDING and self.expires_at <= timezone.now():
             return self.Status.EXPIRED
         return self.status
+
+
+class IdempotencyKey(models.Model):
+    """A POST made with an ``Idempotency-Key`` header, kept 24 hours to replay its answer.
+
+    ``status_code`` stays null while the first request is still running.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    location = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique"),
+        ]
+
+    def __str__(self):
+        return self.key

@@ -15,7 +15,9 @@ from projects import selectors as project_selectors
 from projects.models import Project
 
 from .exceptions import Conflict
+from .idempotency import IdempotentReplay, idempotency_begin, idempotency_finish
 from .permissions import READ, default_ability, default_level, require_ability
+from .renderers import Envelope
 
 
 class ApiViewSet(viewsets.GenericViewSet):
@@ -24,6 +26,29 @@ class ApiViewSet(viewsets.GenericViewSet):
     # Overrides of the defaults (read for GET, write for POST/PUT/PATCH, admin for DELETE).
     action_scopes: dict[str, str] = {}
     action_abilities: dict[str, str] = {}
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self._idempotency = None
+        if request.method == "POST" and request.user is not None:
+            self._idempotency = idempotency_begin(request)
+
+    def handle_exception(self, exc):
+        if isinstance(exc, IdempotentReplay):
+            record = exc.record
+            headers = {"Idempotent-Replayed": "true"}
+            if record.location:
+                headers["Location"] = record.location
+            return Response(Envelope(record.response_body), record.status_code, headers=headers)
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record = getattr(self, "_idempotency", None)
+        if record is not None:
+            self._idempotency = None
+            idempotency_finish(record, response)
+        return response
 
     def required_scope(self) -> str | None:
         if self.action in self.action_scopes:
