@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collab.api.scopes import ALL_SCOPES
@@ -32,6 +33,7 @@ class WorkspaceSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "slug", "role", "created_at"]
         read_only_fields = fields
 
+    @extend_schema_field(serializers.ChoiceField(choices=Role.choices, allow_null=True))
     def get_role(self, workspace) -> str | None:
         roles = self.context.get("roles") or {}
         return roles.get(workspace.pk)
@@ -47,6 +49,9 @@ class MembershipUpdateSerializer(serializers.Serializer):
 
 class ApiKeySerializer(serializers.ModelSerializer):
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]), read_only=True
+    )
 
     class Meta:
         model = ApiKey
@@ -74,8 +79,10 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
 class ApiKeyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    scopes = serializers.ListField(
-        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]), allow_empty=False
+    # Not a ListField of choices: an unknown scope is reported on ``scopes`` itself
+    # (``details.scopes``), not on ``scopes.0``.
+    scopes = serializers.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
     )
     # camelCase to match the documented client library: CONTRACT section 4.
     expiresIn = serializers.CharField(  # noqa: N815
@@ -102,7 +109,9 @@ class TokenPairSerializer(serializers.Serializer):
 class InvitationSerializer(serializers.ModelSerializer):
     workspace_id = serializers.IntegerField(read_only=True)
     invited_by = serializers.IntegerField(source="invited_by_id", read_only=True, allow_null=True)
-    status = serializers.CharField(source="effective_status", read_only=True)
+    status = serializers.ChoiceField(
+        source="effective_status", choices=Invitation.Status.choices, read_only=True
+    )
     projects = serializers.SerializerMethodField()
 
     class Meta:

@@ -100,6 +100,17 @@ def user_create(
     return user, workspace
 
 
+def user_set_tier(*, user: User, tier: str) -> User:
+    """Set the rate-limit tier (CONTRACT section 7); the next request sees the new limit."""
+    if tier not in User.Tier.values:
+        raise ValidationFailed.field(
+            "tier", f"Unknown tier '{tier}'; choose one of: {', '.join(User.Tier.values)}."
+        )
+    User.objects.filter(pk=user.pk).update(tier=tier)
+    user.tier = tier
+    return user
+
+
 def membership_add(*, workspace: Workspace, user: User, role: str, actor) -> Membership:
     with transaction.atomic():
         membership = Membership.objects.create(workspace=workspace, user=user, role=role)
@@ -363,6 +374,10 @@ def invitation_accept(*, token: str, name: str, password: str) -> User:
             user.name = name or user.name
             user.status = User.Status.ACTIVE
             user.save(update_fields=["password", "name", "status"])
+            # An invited account's other memberships only list it as "invited" where other
+            # invitations wait. Once active it would act in those workspaces unaccepted (and
+            # stay after a revocation), so it joins them, like any account, by accepting.
+            Membership.objects.filter(user=user).exclude(workspace=invitation.workspace).delete()
         Membership.objects.update_or_create(
             workspace=invitation.workspace, user=user, defaults={"role": invitation.role}
         )

@@ -7,10 +7,12 @@ from accounts import selectors as account_selectors
 from accounts.models import Membership, User
 from collab.api.exceptions import ValidationFailed
 from collab.api.permissions import MANAGE, READ, WRITE, require_ability
+from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ProjectScopedViewSet
 
 from . import selectors, services
 from .filters import ProjectFilter
+from .models import Project
 from .serializers import (
     ProjectCreateSerializer,
     ProjectMemberAddSerializer,
@@ -34,6 +36,8 @@ class ProjectViewSet(ProjectScopedViewSet):
         return super().required_scope()
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # the schema generator has no user
+            return Project.objects.none()
         return selectors.project_list(user=self.request.user)
 
     def list(self, request):
@@ -75,6 +79,11 @@ class ProjectViewSet(ProjectScopedViewSet):
     def _update(self, *, partial: bool):
         project = self._own_project(WRITE)
         data = self.validated(ProjectUpdateSerializer, partial=partial)
+        if "status" not in self.request.data:
+            # Only an explicit "status": "active" unarchives. A PUT that leaves status out
+            # would otherwise get the default and quietly reopen an archived project; for
+            # an active one, dropping the default changes nothing.
+            data.pop("status", None)
         project = services.project_update(project=project, actor=self.request.user, data=data)
         return self.ok(ProjectSerializer(project).data)
 
@@ -122,7 +131,7 @@ class ProjectViewSet(ProjectScopedViewSet):
         )
 
     @extend_schema(responses={200: None})
-    @action(detail=True, methods=["delete"], url_path=r"members/(?P<user_id>\d+)")
+    @action(detail=True, methods=["delete"], url_path=rf"members/(?P<user_id>{ID_PATTERN})")
     def member_remove(self, request, pk=None, user_id=None):
         project = self.get_project(ability=MANAGE)
         member = selectors.project_members(project=project).filter(user_id=user_id).first()

@@ -22,7 +22,9 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 # Each pytest-xdist worker gets its own Redis database, so caches and counters never mix.
 _worker = env.str("PYTEST_XDIST_WORKER", default="gw0").removeprefix("gw")
 if REDIS_URL:  # noqa: F405
-    REDIS_URL = re.sub(r"(/\d+)?/?$", f"/{1 + int(_worker or 0) % 15}", REDIS_URL)  # noqa: F405
+    # count=1: "$" also matches the empty string after a replaced "/0", which gave ".../1/1".
+    _redis_db = 1 + int(_worker or 0) % 15
+    REDIS_URL = re.sub(r"(/\d+)?/?$", f"/{_redis_db}", REDIS_URL, count=1)  # noqa: F405
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
