@@ -1,16 +1,18 @@
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 
 from collab.api.exceptions import NotFound, ValidationFailed
+from collab.api.pagination import positive_int_param
 from collab.api.permissions import MANAGE, READ, JwtOnly, require_ability, user_roles
+from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ApiViewSet
 from projects import selectors as project_selectors
 
 from . import selectors, services
 from .filters import InvitationFilter, UserFilter
-from .models import ApiKey, Membership
+from .models import ApiKey, Membership, Workspace
 from .serializers import (
     ApiKeyCreatedSerializer,
     ApiKeyCreateSerializer,
@@ -28,24 +30,34 @@ from .serializers import (
     WorkspaceSerializer,
 )
 
+BAD_LOGIN = OpenApiResponse(description="Wrong email or password, or an inactive account.")
+BAD_REFRESH = OpenApiResponse(description="The refresh token is invalid, expired or used.")
+WORKSPACE_ID = OpenApiParameter(
+    "workspace_id",
+    int,
+    description="The workspace whose members to read; by default the caller's first.",
+)
+
 
 class AuthViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=LoginSerializer, responses={200: TokenPairSerializer})
+    @extend_schema(request=LoginSerializer, responses={200: TokenPairSerializer, 401: BAD_LOGIN})
     @action(detail=False, methods=["post"])
     def login(self, request):
         data = self.validated(LoginSerializer)
         return self.ok(services.auth_login(email=data["email"], password=data["password"]))
 
-    @extend_schema(request=RefreshSerializer, responses={200: TokenPairSerializer})
+    @extend_schema(
+        request=RefreshSerializer, responses={200: TokenPairSerializer, 401: BAD_REFRESH}
+    )
     @action(detail=False, methods=["post"])
     def refresh(self, request):
         data = self.validated(RefreshSerializer)
         return self.ok(services.auth_refresh(refresh_token=data["refresh_token"]))
 
-    @extend_schema(request=RefreshSerializer, responses={200: None})
+    @extend_schema(request=RefreshSerializer, responses={200: None, 401: BAD_REFRESH})
     @action(detail=False, methods=["post"])
     def logout(self, request):
         data = self.validated(RefreshSerializer)
@@ -58,6 +70,7 @@ class ApiKeyViewSet(ApiViewSet):
 
     permission_classes = [*ApiViewSet.permission_classes, JwtOnly]
     serializer_class = ApiKeySerializer
+    queryset = ApiKey.objects.none()  # for the schema; reads go through the selectors
 
     def list(self, request):
         return self.paginated(selectors.api_key_list(user=request.user), ApiKeySerializer)
@@ -97,20 +110,33 @@ class UserViewSet(ApiViewSet):
     filterset_class = UserFilter
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # the schema generator has no user
+            return Membership.objects.none()
         return selectors.member_list(workspace_id=self._workspace_id())
 
     def _workspace_id(self) -> int:
-        raw = self.request.query_params.get("workspace_id")
-        if raw:
+        if "workspace_id" in self.request.query_params:
+            raw = positive_int_param(self.request, "workspace_id", 0)
             workspace = selectors.workspace_get(user=self.request.user, workspace_id=raw)
             if workspace is None:
                 raise NotFound("No such workspace.")
             return workspace.pk
         return selectors.default_workspace_id(user=self.request.user) or 0
 
+    @extend_schema(
+        parameters=[WORKSPACE_ID],
+        responses={
+            200: UserSerializer(many=True),
+            404: OpenApiResponse(description="No such workspace among the caller's."),
+        },
+    )
     def list(self, request):
         return self.paginated(self.filter_queryset(self.get_queryset()), UserSerializer)
 
+    @extend_schema(
+        parameters=[WORKSPACE_ID, OpenApiParameter("id", int, OpenApiParameter.PATH)],
+        description="A member of the workspace, by user id.",
+    )
     def retrieve(self, request, pk=None):
         membership = self.get_queryset().filter(user_id=pk).first()
         if membership is None:
@@ -126,6 +152,7 @@ class UserViewSet(ApiViewSet):
 class WorkspaceViewSet(ApiViewSet):
     scope_group = "projects"
     serializer_class = WorkspaceSerializer
+    queryset = Workspace.objects.none()  # for the schema; reads go through the selectors
     action_scopes = {
         "create": "users:write",
         "members": "users:read",
@@ -174,11 +201,14 @@ class WorkspaceViewSet(ApiViewSet):
         queryset = self.filter_queryset(selectors.member_list(workspace_id=workspace.pk))
         return self.paginated(queryset, UserSerializer)
 
-    @extend_schema(request=MembershipUpdateSerializer, responses={200: UserSerializer})
+    @extend_schema(
+        methods=["PATCH"], request=MembershipUpdateSerializer, responses={200: UserSerializer}
+    )
+    @extend_schema(methods=["DELETE"], responses={200: None})
     @action(
         detail=True,
         methods=["patch", "delete"],
-        url_path=r"members/(?P<user_id>\d+)",
+        url_path=rf"members/(?P<user_id>{ID_PATTERN})",
     )
     def member_detail(self, request, pk=None, user_id=None):
         workspace = self._workspace(pk, MANAGE)
@@ -192,10 +222,12 @@ class WorkspaceViewSet(ApiViewSet):
         if request.method == "DELETE":
             services.membership_remove(membership=membership, actor=request.user)
             return self.deleted()
-        data = self.validated(MembershipUpdateSerializer)
-        membership = services.membership_update(
-            membership=membership, role=data["role"], actor=request.user
-        )
+        # PATCH changes only the fields sent: an empty body changes nothing.
+        data = self.validated(MembershipUpdateSerializer, partial=True)
+        if "role" in data:
+            membership = services.membership_update(
+                membership=membership, role=data["role"], actor=request.user
+            )
         return self.ok(UserSerializer(membership).data)
 
     @extend_schema(methods=["GET"], responses={200: InvitationSerializer(many=True)}, filters=True)
@@ -234,11 +266,11 @@ class WorkspaceViewSet(ApiViewSet):
             f"/v1/workspaces/{workspace.pk}/invitations/{invitation.pk}",
         )
 
-    @extend_schema(responses={200: InvitationSerializer})
+    @extend_schema(responses={200: None})
     @action(
         detail=True,
         methods=["delete"],
-        url_path=r"invitations/(?P<invitation_id>\d+)",
+        url_path=rf"invitations/(?P<invitation_id>{ID_PATTERN})",
     )
     def invitation_revoke(self, request, pk=None, invitation_id=None):
         workspace = self._workspace(pk, MANAGE)
@@ -255,7 +287,14 @@ class InvitationAcceptViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=InvitationAcceptSerializer, responses={200: MeSerializer})
+    @extend_schema(
+        request=InvitationAcceptSerializer,
+        responses={
+            200: MeSerializer,
+            404: OpenApiResponse(description="No invitation matches this token."),
+            409: OpenApiResponse(description="The invitation is accepted, revoked or expired."),
+        },
+    )
     @action(detail=False, methods=["post"])
     def accept(self, request):
         data = self.validated(InvitationAcceptSerializer)

@@ -1,13 +1,15 @@
 from django.db.models import Q
 from django_filters import rest_framework as filters
 
+from collab.api.filters import IdFilter
+
 from .models import Project
 
 
 class ProjectFilter(filters.FilterSet):
     status = filters.ChoiceFilter(choices=Project.Status.choices)
     visibility = filters.ChoiceFilter(choices=Project.Visibility.choices)
-    workspace_id = filters.NumberFilter(field_name="workspace_id")
+    workspace_id = IdFilter(field_name="workspace_id")
     q = filters.CharFilter(method="filter_text", help_text="Text in the name or description.")
 
     class Meta:

@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from accounts.models import Role, User
+
 from .models import Project
 
 
@@ -57,6 +59,6 @@ class ProjectMemberSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="user.id")
     email = serializers.EmailField(source="user.email")
     name = serializers.CharField(source="user.name")
-    status = serializers.CharField(source="user.status")
-    role = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(source="user.status", choices=User.Status.choices)
+    role = serializers.ChoiceField(choices=Role.choices, allow_null=True)
     added_at = serializers.DateTimeField()

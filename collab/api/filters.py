@@ -1,20 +1,45 @@
+from django import forms
+from django.core.exceptions import ValidationError
 from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from .exceptions import BadRequest
 
 
+class IdField(forms.IntegerField):
+    """Digits only: Django's IntegerField would also take ``1.0`` (and NumberFilter ``1.5``)."""
+
+    def to_python(self, value):
+        if value not in self.empty_values and not (
+            isinstance(value, str) and value.isascii() and value.isdigit()
+        ):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class IdFilter(filters.NumberFilter):
+    field_class = IdField
+
+
 class FilterBackend(filters.DjangoFilterBackend):
-    """django-filter, with invalid filter values answered 400 and the parameter named."""
+    """django-filter, with invalid filter values answered 400 and the parameter named.
+
+    An empty value is invalid too, except for free text: ``?status=`` is no status, and
+    django-filter would quietly read it as "no filter".
+    """
 
     def filter_queryset(self, request, queryset, view):
         filterset = self.get_filterset(request, queryset, view)
         if filterset is None:
             return queryset
-        if not filterset.is_valid():
-            raise BadRequest(
-                "Invalid query parameters.",
-                details={
-                    name: [str(m) for m in messages] for name, messages in filterset.errors.items()
-                },
-            )
+        errors = {name: [str(m) for m in messages] for name, messages in filterset.errors.items()}
+        for name, filter_field in filterset.filters.items():
+            if request.query_params.get(name) == "" and not isinstance(
+                filter_field, filters.CharFilter
+            ):
+                errors.setdefault(name, []).append("An empty value is not allowed here.")
+        if errors:
+            raise BadRequest("Invalid query parameters.", details=errors)
         return filterset.qs

@@ -11,17 +11,24 @@ from .renderers import Envelope
 
 DEFAULT_PER_PAGE = 20
 MAX_PER_PAGE = 100
+# The largest integer a query parameter may carry: a signed 64-bit one, the range of the ids
+# (the JSON renderer refuses anything larger, so a bigger page number could not be echoed).
+MAX_INTEGER = 2**63 - 1
 
 
 def positive_int_param(request, name: str, default: int) -> int:
+    """The query parameter ``name`` as an integer from 1; absent gives ``default``, and
+    anything else (``abc``, ``0``, ``1.0``, an empty value) answers 400."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
-    value = int(raw) if raw.isascii() and raw.isdigit() else 0
-    if value < 1:
+    # At most 19 digits: past that the value is out of range anyway, and int() of thousands
+    # of digits raises.
+    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 19 else 0
+    if not 1 <= value <= MAX_INTEGER:
         raise BadRequest(
             f"'{name}' must be a positive integer.",
-            details={name: [f"Expected a positive integer, got '{raw}'."]},
+            details={name: [f"Expected an integer from 1 to {MAX_INTEGER}, got '{raw}'."]},
         )
     return value
 
@@ -75,15 +82,10 @@ class PagePagination(BasePagination):
         )
 
     def get_paginated_response_schema(self, schema):
-        return {
-            "type": "object",
-            "required": ["success", "data", "meta"],
-            "properties": {
-                "success": {"type": "boolean", "enum": [True]},
-                "data": schema,
-                "meta": {"$ref": "#/components/schemas/PageMeta"},
-            },
-        }
+        # Imported here: the schema module imports DRF's generics, which import this class.
+        from .schema import paginated_envelope
+
+        return paginated_envelope(schema)
 
     def get_schema_operation_parameters(self, view):
         return [
@@ -92,7 +94,12 @@ class PagePagination(BasePagination):
                 "in": "query",
                 "required": False,
                 "description": "Page number, from 1.",
-                "schema": {"type": "integer", "minimum": 1, "default": 1},
+                "schema": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_INTEGER,
+                    "default": 1,
+                },
             },
             {
                 "name": "per_page",
@@ -100,7 +107,12 @@ class PagePagination(BasePagination):
                 "required": False,
                 "description": f"Page size, {DEFAULT_PER_PAGE} by default; larger values are "
                 f"clamped to {MAX_PER_PAGE}.",
-                "schema": {"type": "integer", "minimum": 1, "default": DEFAULT_PER_PAGE},
+                "schema": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_INTEGER,
+                    "default": DEFAULT_PER_PAGE,
+                },
             },
         ]
 

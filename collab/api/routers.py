@@ -1,5 +1,9 @@
 from rest_framework.routers import SimpleRouter
 
+# An identifier in a path: a positive 64-bit integer has at most 19 digits. Longer strings of
+# digits match no route (a JSON 404), so no view ever converts thousands of digits to an int.
+ID_PATTERN = r"[0-9]{1,19}"
+
 
 class ApiRouter(SimpleRouter):
     """Paths without trailing slashes and numeric ids, as the contract writes them."""
@@ -8,4 +12,4 @@ class ApiRouter(SimpleRouter):
         super().__init__(trailing_slash=False)
 
     def get_lookup_regex(self, viewset, lookup_prefix=""):
-        return rf"(?P<{lookup_prefix}pk>\d+)"
+        return rf"(?P<{lookup_prefix}pk>{ID_PATTERN})"

@@ -1,10 +1,23 @@
 """drf-spectacular hooks so the schema shows what is really sent: the envelope on every
-success, the error body on every error status an operation can answer."""
+success, the error body on every error status an operation can answer, the headers that
+come with them, and no security requirement where no credential is read.
 
+Views declare an error status the defaults below cannot know about (a failed login's 401,
+an accepted invitation's 409) with ``@extend_schema(responses={409: OpenApiResponse(
+description=...)})``; the error body is filled in here.
+"""
+
+from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc
+from drf_spectacular.utils import OpenApiParameter
+
+from .pagination import MAX_INTEGER
+from .routers import ID_PATTERN
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
+SUCCESS_REF = {"$ref": "#/components/schemas/Success"}
 ERROR_DESCRIPTIONS = {
     "400": "The request cannot be parsed (malformed JSON, a body that is not an object, "
     "a query parameter of the wrong form).",
@@ -19,8 +32,45 @@ ERROR_DESCRIPTIONS = {
     "429": "Over the hourly request limit.",
 }
 BODY_METHODS = {"POST", "PUT", "PATCH"}
+WRITE_METHODS = BODY_METHODS | {"DELETE"}
+
+
+def _header(description: str, schema: dict | None = None, *, required: bool = True) -> dict:
+    return {
+        "description": description,
+        "required": required,
+        "schema": schema or {"type": "string"},
+    }
+
+
+# Headers every response of a given status carries (CONTRACT sections 1-3).
+ERROR_HEADERS = {
+    "401": {"WWW-Authenticate": _header('Always `Bearer realm="api"`.')},
+    "405": {"Allow": _header("The methods this path accepts.")},
+    "429": {
+        "Retry-After": _header(
+            "Seconds until the window resets.", {"type": "integer", "minimum": 0}
+        )
+    },
+}
+CREATED_HEADERS = {"Location": _header("Path of the created resource.")}
+PAGE_HEADERS = {
+    "Link": _header("RFC 8288 links to the `first`, `prev`, `next` and `last` pages."),
+}
+IDEMPOTENCY_KEY = OpenApiParameter(
+    name="Idempotency-Key",
+    type={"type": "string", "minLength": 1, "maxLength": 255},
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Makes a retry safe: a repeat with the same key and body within 24 hours replays the "
+        "first answer (with `Idempotent-Replayed: true`) and creates nothing; the same key "
+        "with another body answers 422; while the first is still running, 409."
+    ),
+)
 
 COMPONENTS = {
+    "Success": {"type": "boolean", "enum": [True], "description": "Always true on success."},
     "Error": {
         "type": "object",
         "required": ["success", "error"],
@@ -48,7 +98,13 @@ COMPONENTS = {
                         ],
                     },
                     "message": {"type": "string"},
-                    "details": {"type": "object", "additionalProperties": True},
+                    "details": {
+                        "type": "object",
+                        "additionalProperties": True,
+                        "description": "Always an object. For VALIDATION_ERROR it maps each "
+                        "field name to a list of messages; 403s caused by a missing scope "
+                        "name it in `required_scope`.",
+                    },
                 },
             },
         },
@@ -75,16 +131,42 @@ COMPONENTS = {
     },
 }
 
+# OpenAPI 3.0 has no "null" type: this is its spelling of "always null".
+NULL_SCHEMA = {"type": "object", "nullable": True, "enum": [None], "description": "Always null."}
+
 
 def envelope(data_schema: dict | None) -> dict:
+    """The success envelope around ``data_schema`` (``None``: a body whose data is null)."""
     return {
         "type": "object",
         "required": ["success", "data"],
         "properties": {
-            "success": {"type": "boolean", "enum": [True]},
-            "data": data_schema if data_schema is not None else {"type": "null"},
+            "success": SUCCESS_REF,
+            "data": data_schema if data_schema is not None else NULL_SCHEMA,
         },
     }
+
+
+def paginated_envelope(items_schema: dict) -> dict:
+    return {
+        "type": "object",
+        "required": ["success", "data", "meta"],
+        "properties": {
+            "success": SUCCESS_REF,
+            "data": items_schema,
+            "meta": {"$ref": "#/components/schemas/PageMeta"},
+        },
+    }
+
+
+def _error_response(code: str, description: str | None = None) -> dict:
+    response = {
+        "description": description or ERROR_DESCRIPTIONS[code],
+        "content": {"application/json": {"schema": ERROR_REF}},
+    }
+    if code in ERROR_HEADERS:
+        response["headers"] = dict(ERROR_HEADERS[code])
+    return response
 
 
 class BearerScheme(OpenApiAuthenticationExtension):
@@ -99,8 +181,65 @@ class BearerScheme(OpenApiAuthenticationExtension):
         }
 
 
+class FilterSetExtension(DjangoFilterExtension):
+    """Query parameters from the view's ``filterset_class``, on every list it filters.
+
+    drf-spectacular's own extension builds the filterset from the view's queryset model;
+    actions such as ``/workspaces/{id}/members`` list another model than their viewset's,
+    so the filterset's own model is used instead.
+    """
+
+    target_class = "collab.api.filters.FilterBackend"
+    match_subclasses = True
+    priority = 1
+
+    def get_schema_operation_parameters(self, auto_schema, *args, **kwargs):
+        filterset_class = getattr(auto_schema.view, "filterset_class", None)
+        if filterset_class is None or filterset_class._meta.model is None:
+            return []
+        model = filterset_class._meta.model
+        result = []
+        for field_name, filter_field in filterset_class.base_filters.items():
+            result += self.resolve_filter_field(
+                auto_schema, model, filterset_class, field_name, filter_field
+            )
+        return result
+
+
 class EnvelopeAutoSchema(AutoSchema):
     """Wraps success bodies in ``{success, data}`` and lists the error statuses sent."""
+
+    @property
+    def is_authenticated(self) -> bool:
+        return bool(self.view.get_authenticators())
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is not None and not self.is_authenticated:
+            # No credential is read: say so explicitly rather than "anonymous or bearer".
+            operation["security"] = []
+        return operation
+
+    def get_description(self):
+        # A viewset without a docstring of its own would show its base class's, which
+        # describes the plumbing ("a viewset whose routes..."), not the API.
+        action = getattr(self.view, getattr(self.view, "action", self.method.lower()), None)
+        own_doc = self.view.__class__.__dict__.get("__doc__")
+        return get_doc(action) or (get_doc(self.view.__class__) if own_doc else "")
+
+    def get_override_parameters(self):
+        parameters = list(super().get_override_parameters())
+        if self.method == "POST" and self.is_authenticated:
+            parameters.append(IDEMPOTENCY_KEY)
+        return parameters
+
+    def _resolve_path_parameters(self, variables):
+        parameters = super()._resolve_path_parameters(variables)
+        for parameter in parameters:
+            # Identifiers in paths are matched as digits: they are integers, not strings.
+            if parameter["schema"].get("pattern") == f"^{ID_PATTERN}$":
+                parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": MAX_INTEGER}
+        return parameters
 
     def _get_response_for_code(
         self, serializer, status_code, media_types=None, direction="response"
@@ -110,10 +249,14 @@ class EnvelopeAutoSchema(AutoSchema):
             return response
         content = response.get("content")
         if not content:
+            if response.get("description") in ("", "No response body"):
+                response["description"] = "Done; `data` is null."
             response["content"] = {"application/json": {"schema": envelope(None)}}
             return response
         paginated = self._is_list_view(serializer) and self._get_paginator() is not None
-        if not paginated:
+        if paginated:
+            response["headers"] = {**response.get("headers", {}), **PAGE_HEADERS}
+        else:
             for media in content.values():
                 media["schema"] = envelope(media.get("schema"))
         return response
@@ -121,31 +264,50 @@ class EnvelopeAutoSchema(AutoSchema):
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         if "204" in responses:
+            # The contract answers deletes 200 with {"success": true, "data": null}.
             responses.pop("204")
             responses["200"] = {
-                "description": "Deleted.",
+                "description": "Deleted; `data` is null.",
                 "content": {"application/json": {"schema": envelope(None)}},
             }
+        if "201" in responses:
+            responses["201"]["headers"] = {
+                **responses["201"].get("headers", {}),
+                **CREATED_HEADERS,
+            }
+        for code, response in responses.items():
+            # An error status declared by the view, with its own description: add the body.
+            if code >= "400" and "content" not in response:
+                responses[code] = _error_response(code, response.get("description"))
         for code in self.error_statuses():
-            responses.setdefault(
-                code,
-                {
-                    "description": ERROR_DESCRIPTIONS[code],
-                    "content": {"application/json": {"schema": ERROR_REF}},
-                },
-            )
-        return responses
+            responses.setdefault(code, _error_response(code))
+        return dict(sorted(responses.items()))
 
     def error_statuses(self) -> list[str]:
-        codes = ["400", "401", "403", "404", "405", "429"]
-        if self.method in BODY_METHODS or self.method == "DELETE":
-            codes += ["409", "413", "415", "422"]
+        """The error statuses any operation of this kind can answer.
+
+        400 (a malformed query, body or Host header) and 429 can come anywhere. A credential
+        brings 401 (bad credential) and 403 (scope or role); a resource named in the path that
+        the caller may not see is 404.
+        Writes by a signed-in caller can meet a resource's state (409: an archived project,
+        a running idempotent request) and bodies bring 413, 415 and 422.
+        """
+        codes = ["400", "429"]
+        if self.is_authenticated:
+            codes += ["401", "403"]
+            if "{" in self.path:
+                codes.append("404")
+            if self.method in WRITE_METHODS:
+                codes.append("409")
+        if self.method in BODY_METHODS:
+            codes += ["413", "415", "422"]
         return codes
 
 
 def postprocess_envelope(result, generator, request, public):
-    """Add the shared components (error body, page meta) the operations refer to."""
+    """Add the shared components (error body, success flag, page meta) operations refer to."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in COMPONENTS.items():
         schemas.setdefault(name, schema)
+    result["components"]["schemas"] = dict(sorted(schemas.items()))
     return result

@@ -14,10 +14,11 @@ from rest_framework.response import Response
 from projects import selectors as project_selectors
 from projects.models import Project
 
-from .exceptions import Conflict
+from .exceptions import Conflict, ValidationFailed, flatten_validation_errors
 from .idempotency import IdempotentReplay, idempotency_begin, idempotency_finish
 from .permissions import READ, default_ability, default_level, require_ability
 from .renderers import Envelope
+from .validation import json_type_errors
 
 
 class ApiViewSet(viewsets.GenericViewSet):
@@ -51,6 +52,10 @@ class ApiViewSet(viewsets.GenericViewSet):
         return response
 
     def required_scope(self) -> str | None:
+        if self.action is None and not hasattr(self, self.request.method.lower()):
+            # No handler for this method: the answer is 405 whatever the credential holds
+            # (and "users:admin" for a DELETE on users is no scope anyone can have).
+            return None
         if self.action in self.action_scopes:
             return self.action_scopes[self.action]
         if not self.scope_group:
@@ -61,12 +66,18 @@ class ApiViewSet(viewsets.GenericViewSet):
         return self.action_abilities.get(self.action) or default_ability(self.request.method)
 
     def validated(self, serializer_class, *, data=None, partial=False, **context) -> dict:
+        payload = self.request.data if data is None else data
         serializer = serializer_class(
-            data=self.request.data if data is None else data,
+            data=payload,
             partial=partial,
             context={"request": self.request, "view": self, **context},
         )
-        serializer.is_valid(raise_exception=True)
+        # DRF coerces (7 becomes "7"); a value of the wrong JSON type is a 422 here.
+        type_errors = json_type_errors(serializer, payload)
+        if not serializer.is_valid() or type_errors:
+            details = flatten_validation_errors(serializer.errors)
+            details.update(type_errors)
+            raise ValidationFailed(details=details)
         return serializer.validated_data
 
     def ok(self, data) -> Response:

@@ -136,6 +136,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "collab.api.pagination.PagePagination",
     "DEFAULT_FILTER_BACKENDS": ["collab.api.filters.FilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "collab.api.schema.EnvelopeAutoSchema",
+    "DEFAULT_METADATA_CLASS": "collab.api.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "collab.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 20,
@@ -175,6 +176,12 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "collab.api.schema.postprocess_envelope",
     ],
+    # Several models have a "status": name each choice set after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "UserStatusEnum": "accounts.models.User.Status",
+        "InvitationStatusEnum": "accounts.models.Invitation.Status",
+        "ProjectStatusEnum": "projects.models.Project.Status",
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -212,12 +219,13 @@ if REDIS_URL:
 else:
     _queue_dir = DATA_DIR / "celery-queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_RESULT_BACKEND = None
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
         "processed_folder": str(DATA_DIR / "celery-processed"),
+        "control_folder": str(DATA_DIR / "celery-control"),
         "store_processed": False,
     }
 CELERY_TASK_IGNORE_RESULT = True

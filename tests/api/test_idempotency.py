@@ -38,9 +38,7 @@ def test_expired_key_runs_again(api, world):
     from django.utils import timezone
 
     assert_ok(_post(api.owner, {"name": "Old"}, key="old"), 201)
-    IdempotencyKey.objects.filter(key="old").update(
-        created_at=timezone.now() - timedelta(hours=25)
-    )
+    IdempotencyKey.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
     response = _post(api.owner, {"name": "Old"}, key="old")
     assert_ok(response, 201)
     assert "Idempotent-Replayed" not in response
