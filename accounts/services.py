@@ -15,7 +15,13 @@ from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from collab.api.exceptions import Conflict, NotFound, Unauthorized, ValidationFailed
+from collab.api.exceptions import (
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    ValidationFailed,
+)
 from collab.api.scopes import invalid_scopes
 from notifications.services import event_record
 
@@ -128,6 +134,8 @@ def membership_update(*, membership: Membership, role: str, actor) -> Membership
     previous = membership.role
     if previous == role:
         return membership
+    if Role.OWNER in (previous, role):
+        _require_owner(actor, membership.workspace_id)
     if previous == Role.OWNER:
         _ensure_another_owner(membership)
     membership.role = role
@@ -147,6 +155,7 @@ def membership_remove(*, membership: Membership, actor) -> None:
     from projects.models import ProjectMember
 
     if membership.role == Role.OWNER:
+        _require_owner(actor, membership.workspace_id)
         _ensure_another_owner(membership)
     ProjectMember.objects.filter(
         user_id=membership.user_id, project__workspace_id=membership.workspace_id
@@ -158,6 +167,19 @@ def membership_remove(*, membership: Membership, actor) -> None:
         data={"user": {"id": membership.user_id}},
     )
     membership.delete()
+
+
+def _require_owner(actor, workspace_id: int) -> None:
+    """Only owners grant or take away ownership; operators (superusers, commands) may too."""
+    if actor is None or actor.is_superuser:
+        return
+    if not Membership.objects.filter(
+        workspace_id=workspace_id, user=actor, role=Role.OWNER
+    ).exists():
+        raise Forbidden(
+            "Only an owner can grant or take away the owner role.",
+            details={"required_role": Role.OWNER},
+        )
 
 
 def _ensure_another_owner(membership: Membership) -> None:
@@ -274,6 +296,8 @@ def invitation_create(
 ) -> tuple[Invitation, str]:
     from .tasks import invitation_send_email
 
+    if role == Role.OWNER:
+        _require_owner(inviter, workspace.pk)
     email = User.objects.normalize_email(email).lower()
     token = secrets.token_urlsafe(32)
     with transaction.atomic():

@@ -362,7 +362,7 @@ def test_demoting_the_last_owner_is_409(api, world):
 
 
 def test_removing_the_last_owner_is_409(api, world):
-    response = api.admin.delete(member_url(world, world.owner))
+    response = api.owner.delete(member_url(world, world.owner))
 
     assert_error(response, 409, "CONFLICT")
     assert role_of(world, world.owner) == Role.OWNER
@@ -398,3 +398,21 @@ def test_remove_member(api, world):
 def test_developer_cannot_remove_members(api, world):
     assert_error(api.developer.delete(member_url(world, world.viewer)), 403, "FORBIDDEN")
     assert role_of(world, world.viewer) == Role.VIEWER
+
+
+def test_only_an_owner_grants_or_takes_away_ownership(api, world):
+    url = f"/v1/workspaces/{world.acme.pk}/members/{world.developer.pk}"
+    assert_error(api.admin.patch(url, {"role": "owner"}, format="json"), 403, "FORBIDDEN")
+    assert Membership.objects.get(workspace=world.acme, user=world.developer).role == "developer"
+    owner_url = f"/v1/workspaces/{world.acme.pk}/members/{world.owner.pk}"
+    assert_error(api.admin.patch(owner_url, {"role": "viewer"}, format="json"), 403, "FORBIDDEN")
+    assert_error(api.admin.delete(owner_url), 403, "FORBIDDEN")
+    body = assert_ok(api.owner.patch(url, {"role": "owner"}, format="json"))
+    assert body["data"]["role"] == "owner"
+
+
+def test_admin_cannot_invite_an_owner(api, world):
+    url = f"/v1/workspaces/{world.acme.pk}/invitations"
+    response = api.admin.post(url, {"email": "boss@acme.test", "role": "owner"}, format="json")
+    assert_error(response, 403, "FORBIDDEN")
+    assert_ok(api.owner.post(url, {"email": "boss@acme.test", "role": "owner"}, format="json"), 201)
