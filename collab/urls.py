@@ -11,7 +11,8 @@ from accounts.views import (
     WorkspaceViewSet,
 )
 from collab import views
-from collab.api.routers import ApiRouter
+from collab.api.routers import ID_PATTERN, ApiRouter
+from issues.views import IssueViewSet, LabelViewSet, ProjectIssueViewSet, ProjectLabelViewSet
 from projects.views import ProjectViewSet
 
 
@@ -28,6 +29,14 @@ router.register("users", UserViewSet, basename="user")
 router.register("workspaces", WorkspaceViewSet, basename="workspace")
 router.register("invitations", InvitationAcceptViewSet, basename="invitation")
 router.register("projects", ProjectViewSet, basename="project")
+router.register(
+    rf"projects/(?P<project_id>{ID_PATTERN})/issues", ProjectIssueViewSet, "project-issue"
+)
+router.register(
+    rf"projects/(?P<project_id>{ID_PATTERN})/labels", ProjectLabelViewSet, "project-label"
+)
+router.register("issues", IssueViewSet, basename="issue")
+router.register("labels", LabelViewSet, basename="label")
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),

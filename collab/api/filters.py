@@ -1,6 +1,9 @@
+from datetime import UTC
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django_filters import rest_framework as filters
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
@@ -21,6 +24,25 @@ class IdField(forms.IntegerField):
 @extend_schema_field(OpenApiTypes.INT)
 class IdFilter(filters.NumberFilter):
     field_class = IdField
+
+
+class UtcDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time, converted to UTC here: databases refuse some offsets (PostgreSQL
+    stops at 15:59) and times near the ends of the calendar overflow once shifted."""
+
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is None:
+            return parsed
+        try:
+            return parsed.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class DateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UtcDateTimeField
 
 
 class FilterBackend(filters.DjangoFilterBackend):

@@ -37,14 +37,14 @@ class PagePagination(BasePagination):
     """Page numbers from 1; ``per_page`` defaults to 20 and is clamped to 100.
 
     A page past the last answers an empty list, not an error. The total comes from
-    ``count_queryset`` when the view offers a cheaper exact source than ``COUNT(*)``.
+    ``view.page_counter`` when the view set one: a cheaper exact source than ``COUNT(*)``.
     """
 
     def paginate_queryset(self, queryset, request, view=None):
         self.request = request
         self.page = positive_int_param(request, "page", 1)
         self.per_page = min(positive_int_param(request, "per_page", DEFAULT_PER_PAGE), MAX_PER_PAGE)
-        counter = getattr(view, "count_queryset", None)
+        counter = getattr(view, "page_counter", None)
         self.total = counter(queryset) if counter else _count(queryset)
         offset = (self.page - 1) * self.per_page
         if offset >= self.total:

@@ -80,6 +80,14 @@ class ApiViewSet(viewsets.GenericViewSet):
             raise ValidationFailed(details=details)
         return serializer.validated_data
 
+    def check_project_ability(self, project: Project, ability: str) -> None:
+        require_ability(self.request.user, project.workspace_id, ability)
+        if ability != READ and project.is_archived:
+            raise Conflict(
+                "This project is archived and read-only.",
+                details={"project_status": project.status},
+            )
+
     def ok(self, data) -> Response:
         return Response(data)
 
@@ -112,11 +120,3 @@ class ProjectScopedViewSet(ApiViewSet):
             self._project = cached
         self.check_project_ability(cached, ability or self.required_ability())
         return cached
-
-    def check_project_ability(self, project: Project, ability: str) -> None:
-        require_ability(self.request.user, project.workspace_id, ability)
-        if ability != READ and project.is_archived:
-            raise Conflict(
-                "This project is archived and read-only.",
-                details={"project_status": project.status},
-            )

@@ -1,0 +1,319 @@
+"""Writes for issues and labels.
+
+Each service owns its transaction and writes, in it, the change, the issue's history rows,
+the per-status counters and the event. Issue numbers come from a per-project counter row
+advanced with ``UPDATE ... RETURNING``: concurrent creates queue on that row and each gets
+the next number, with no gaps and no duplicates.
+"""
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.models import User
+from collab.api.exceptions import ValidationFailed
+from notifications.services import diff, event_record
+from projects.models import Project
+from projects.selectors import project_visibility_q
+
+from .models import (
+    PRIORITY_RANK,
+    Issue,
+    IssueHistory,
+    IssueSequence,
+    IssueStatusCount,
+    Label,
+    Status,
+)
+from .selectors import issue_record
+
+TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
+
+
+def _next_number(project_id: int) -> int:
+    # The table name is the model's own, not input; the value goes as a parameter.
+    sql = (
+        f"UPDATE {IssueSequence._meta.db_table} SET last_number = last_number + 1 "  # noqa: S608
+        "WHERE project_id = %s RETURNING last_number"
+    )
+    for _ in range(2):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [project_id])
+            row = cursor.fetchone()
+        if row is not None:
+            return row[0]
+        IssueSequence.objects.bulk_create(
+            [IssueSequence(project_id=project_id, last_number=0)], ignore_conflicts=True
+        )
+    raise RuntimeError(f"Could not allocate an issue number in project {project_id}.")
+
+
+def _adjust_counts(project_id: int, deltas: dict[str, int]) -> None:
+    # Sorted, so concurrent transactions lock the counter rows in the same order.
+    for status in sorted(deltas):
+        delta = deltas[status]
+        if not delta:
+            continue
+        rows = IssueStatusCount.objects.filter(project_id=project_id, status=status)
+        if not rows.update(count=F("count") + delta):
+            IssueStatusCount.objects.bulk_create(
+                [IssueStatusCount(project_id=project_id, status=status, count=0)],
+                ignore_conflicts=True,
+            )
+            rows.update(count=F("count") + delta)
+
+
+def issue_counts_rebuild(*, project: Project) -> None:
+    """Recount a project's issues per status (after bulk loads that bypass the services)."""
+    with transaction.atomic():
+        IssueStatusCount.objects.filter(project=project).delete()
+        counts = dict.fromkeys(Status.values, 0)
+        for status in Issue.objects.filter(project=project).values_list("status", flat=True):
+            counts[status] += 1
+        IssueStatusCount.objects.bulk_create(
+            IssueStatusCount(project=project, status=status, count=count)
+            for status, count in counts.items()
+        )
+        last = (
+            Issue.objects.filter(project=project)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        IssueSequence.objects.update_or_create(project=project, defaults={"last_number": last or 0})
+
+
+def _resolve_assignee(project: Project, assignee_id: int | None) -> User | None:
+    if assignee_id is None:
+        return None
+    assignee = User.objects.filter(pk=assignee_id).first()
+    visible = (
+        assignee is not None
+        and assignee.is_active
+        and Project.objects.filter(project_visibility_q(assignee), pk=project.pk).exists()
+    )
+    if not visible:
+        raise ValidationFailed.field(
+            "assignee_id", "The assignee must be an active user who can see this project."
+        )
+    return assignee
+
+
+def _resolve_labels(project: Project, names: list[str]) -> list[Label]:
+    """The project's labels of these names, creating the missing ones."""
+    wanted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
+    if not wanted:
+        return []
+    in_project = Label.objects.filter(project=project, name__in=wanted)
+    existing = {label.name: label for label in in_project}
+    missing = [name for name in wanted if name not in existing]
+    if missing:
+        Label.objects.bulk_create(
+            [Label(project=project, name=name) for name in missing], ignore_conflicts=True
+        )
+        existing = {label.name: label for label in in_project.all()}
+    return [existing[name] for name in wanted]
+
+
+def _snapshot(issue: Issue, labels: list[str]) -> dict:
+    return {
+        "title": issue.title,
+        "description": issue.description,
+        "type": issue.type,
+        "priority": issue.priority,
+        "status": issue.status,
+        "assignee_id": issue.assignee_id,
+        "labels": sorted(labels),
+    }
+
+
+def _apply_status(issue: Issue, status: str, now) -> None:
+    if status == issue.status:
+        return
+    if status == Status.CLOSED:
+        issue.closed_at = now
+    elif issue.status == Status.CLOSED:
+        issue.closed_at = None
+    issue.status = status
+
+
+def issue_create(*, project: Project, actor: User | None, data: dict) -> Issue:
+    with transaction.atomic():
+        assignee = _resolve_assignee(project, data.get("assignee_id"))
+        labels = _resolve_labels(project, data.get("labels") or [])
+        now = timezone.now()
+        status = data.get("status") or Status.OPEN
+        priority = data.get("priority") or Issue._meta.get_field("priority").default
+        issue = Issue.objects.create(
+            project=project,
+            number=_next_number(project.pk),
+            title=data["title"],
+            description=data.get("description") or "",
+            type=data.get("type") or Issue._meta.get_field("type").default,
+            priority=priority,
+            priority_rank=PRIORITY_RANK[priority],
+            status=status,
+            assignee=assignee,
+            reporter=actor,
+            created_at=now,
+            updated_at=now,
+            closed_at=now if status == Status.CLOSED else None,
+        )
+        if labels:
+            issue.labels.set(labels)
+        _adjust_counts(project.pk, {status: 1})
+        record = issue_record(issue)
+        IssueHistory.objects.create(
+            issue=issue, field="created", new_value=record, actor=actor, created_at=now
+        )
+        event_record(
+            type="issue.created",
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+            data={"issue": record},
+        )
+    return issue
+
+
+def issue_update(
+    *, issue: Issue, actor: User | None, data: dict, source: str = ""
+) -> tuple[Issue, dict]:
+    """Apply the given fields; returns the issue and its record. No change, no event."""
+    with transaction.atomic():
+        issue = Issue.objects.select_for_update().select_related("project").get(pk=issue.pk)
+        project = issue.project
+        current_labels = list(issue.labels.values_list("name", flat=True))
+        before = _snapshot(issue, current_labels)
+        now = timezone.now()
+        if "assignee_id" in data and data["assignee_id"] != issue.assignee_id:
+            issue.assignee = _resolve_assignee(project, data["assignee_id"])
+        for name in ("title", "description", "type"):
+            if name in data:
+                setattr(issue, name, data[name] if data[name] is not None else "")
+        if "priority" in data:
+            issue.priority = data["priority"]
+            issue.priority_rank = PRIORITY_RANK[issue.priority]
+        if "status" in data:
+            _apply_status(issue, data["status"], now)
+        labels = None
+        if "labels" in data:
+            labels = _resolve_labels(project, data["labels"] or [])
+        after = _snapshot(
+            issue, [label.name for label in labels] if labels is not None else current_labels
+        )
+        changes = diff(before, after)
+        if not changes:
+            return issue, issue_record(issue)
+        issue.updated_at = now
+        issue.save()
+        if labels is not None and "labels" in changes:
+            issue.labels.set(labels)
+        if "status" in changes:
+            _adjust_counts(project.pk, {before["status"]: -1, after["status"]: 1})
+        IssueHistory.objects.bulk_create(
+            IssueHistory(
+                issue=issue,
+                field=name,
+                old_value=change["previous"],
+                new_value=change["current"],
+                actor=actor,
+                source=source,
+                created_at=now,
+            )
+            for name, change in changes.items()
+        )
+        record = issue_record(issue)
+        event_record(
+            type=_event_type(changes),
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+            data={"issue": record, **({"source": source} if source else {})},
+            changes=changes,
+        )
+    return issue, record
+
+
+def _event_type(changes: dict) -> str:
+    status = changes.get("status")
+    if status and status["current"] == Status.CLOSED:
+        return "issue.closed"
+    if status and status["previous"] == Status.CLOSED:
+        return "issue.reopened"
+    return "issue.updated"
+
+
+def issue_delete(*, issue: Issue, actor: User | None) -> None:
+    with transaction.atomic():
+        issue = Issue.objects.select_for_update().select_related("project").get(pk=issue.pk)
+        record = issue_record(issue)
+        _adjust_counts(issue.project_id, {issue.status: -1})
+        event_record(
+            type="issue.deleted",
+            workspace_id=issue.project.workspace_id,
+            project_id=issue.project_id,
+            actor=actor,
+            data={"issue": record},
+        )
+        issue.delete()
+
+
+# Labels ---------------------------------------------------------------------------------
+
+
+def _label_payload(label: Label) -> dict:
+    from .serializers import LabelSerializer
+
+    return dict(LabelSerializer(label).data)
+
+
+def label_create(*, project: Project, actor: User | None, data: dict) -> Label:
+    try:
+        with transaction.atomic():
+            label = Label.objects.create(project=project, **data)
+            event_record(
+                type="label.created",
+                workspace_id=project.workspace_id,
+                project_id=project.pk,
+                actor=actor,
+                data={"label": _label_payload(label)},
+            )
+    except IntegrityError:
+        raise ValidationFailed.field("name", "A label with this name exists already.") from None
+    return label
+
+
+def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
+    try:
+        with transaction.atomic():
+            before = {name: getattr(label, name) for name in ("name", "color", "description")}
+            for name, value in data.items():
+                setattr(label, name, value)
+            after = {name: getattr(label, name) for name in ("name", "color", "description")}
+            changes = diff(before, after)
+            if changes:
+                label.save()
+                event_record(
+                    type="label.updated",
+                    workspace_id=label.project.workspace_id,
+                    project_id=label.project_id,
+                    actor=actor,
+                    data={"label": _label_payload(label)},
+                    changes=changes,
+                )
+    except IntegrityError:
+        raise ValidationFailed.field("name", "A label with this name exists already.") from None
+    return label
+
+
+def label_delete(*, label: Label, actor: User | None) -> None:
+    with transaction.atomic():
+        event_record(
+            type="label.deleted",
+            workspace_id=label.project.workspace_id,
+            project_id=label.project_id,
+            actor=actor,
+            data={"label": _label_payload(label)},
+        )
+        label.delete()

@@ -1,0 +1,169 @@
+from functools import partial
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+
+from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from projects.models import Project
+
+from . import selectors, services
+from .filters import COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
+from .models import Issue, Label
+from .serializers import (
+    IssueHistorySerializer,
+    IssueInputSerializer,
+    IssueSerializer,
+    LabelInputSerializer,
+    LabelSerializer,
+)
+
+
+class IssueListMixin:
+    """The list path: django-filter for the query, ``.values()`` rows for the output, and the
+    kept per-status counters for the total whenever they answer it exactly."""
+
+    def list_response(self, queryset, *, project_ids):
+        queryset = self.filter_queryset(queryset).values(*selectors.ISSUE_FIELDS)
+        self.page_counter = partial(self._count, project_ids=project_ids)
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(selectors.issue_attach_labels(page))
+
+    def _count(self, queryset, *, project_ids) -> int:
+        params = self.request.query_params
+        if not set(params) <= COUNTER_PARAMS:
+            return queryset.count()
+        statuses = [status for status in params.get("status", "").split(",") if status]
+        if params.get("project_id"):
+            project_ids = project_ids.filter(pk=int(params["project_id"]))
+        return selectors.issue_count(project_ids=project_ids, statuses=statuses)
+
+
+class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
+    """``/v1/projects/:project_id/issues``."""
+
+    scope_group = "issues"
+    queryset = Issue.objects.none()
+    filterset_class = IssueFilter
+
+    @extend_schema(responses={200: IssueSerializer(many=True)})
+    def list(self, request, project_id=None):
+        project = self.get_project()
+        return self.list_response(
+            selectors.issue_list(user=request.user, project=project),
+            project_ids=Project.objects.filter(pk=project.pk).values("pk"),
+        )
+
+    @extend_schema(request=IssueInputSerializer, responses={201: IssueSerializer})
+    def create(self, request, project_id=None):
+        project = self.get_project()
+        data = self.validated(IssueInputSerializer)
+        issue = services.issue_create(project=project, actor=request.user, data=data)
+        return self.created(selectors.issue_record(issue), f"/v1/issues/{issue.pk}")
+
+
+class IssueViewSet(IssueListMixin, ApiViewSet):
+    """``/v1/issues`` across every visible project, and single issues."""
+
+    scope_group = "issues"
+    queryset = Issue.objects.none()
+    filterset_class = GlobalIssueFilter
+
+    @extend_schema(responses={200: IssueSerializer(many=True)})
+    def list(self, request):
+        return self.list_response(
+            selectors.issue_list(user=request.user),
+            project_ids=selectors.visible_projects(user=request.user),
+        )
+
+    def get_issue(self, pk) -> Issue:
+        issue = selectors.issue_get(user=self.request.user, issue_id=pk)
+        if issue is None:
+            raise Http404
+        self.check_project_ability(issue.project, self.required_ability())
+        return issue
+
+    @extend_schema(responses={200: IssueSerializer})
+    def retrieve(self, request, pk=None):
+        return self.ok(selectors.issue_record(self.get_issue(pk)))
+
+    @extend_schema(request=IssueInputSerializer, responses={200: IssueSerializer})
+    def update(self, request, pk=None):
+        return self._update(pk, partial=False)
+
+    @extend_schema(request=IssueInputSerializer, responses={200: IssueSerializer})
+    def partial_update(self, request, pk=None):
+        return self._update(pk, partial=True)
+
+    def _update(self, pk, *, partial: bool):
+        issue = self.get_issue(pk)
+        data = self.validated(IssueInputSerializer, partial=partial)
+        _issue, record = services.issue_update(issue=issue, actor=self.request.user, data=data)
+        return self.ok(record)
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        services.issue_delete(issue=self.get_issue(pk), actor=request.user)
+        return self.deleted()
+
+    @extend_schema(responses={200: IssueHistorySerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def history(self, request, pk=None):
+        issue = self.get_issue(pk)
+        return self.paginated(selectors.issue_history(issue=issue), IssueHistorySerializer)
+
+
+class ProjectLabelViewSet(ProjectScopedViewSet):
+    """``/v1/projects/:project_id/labels``."""
+
+    scope_group = "issues"
+    queryset = Label.objects.none()
+
+    @extend_schema(responses={200: LabelSerializer(many=True)})
+    def list(self, request, project_id=None):
+        project = self.get_project()
+        return self.paginated(selectors.label_list(project=project), LabelSerializer)
+
+    @extend_schema(request=LabelInputSerializer, responses={201: LabelSerializer})
+    def create(self, request, project_id=None):
+        project = self.get_project()
+        data = self.validated(LabelInputSerializer)
+        label = services.label_create(project=project, actor=request.user, data=data)
+        return self.created(LabelSerializer(label).data, f"/v1/labels/{label.pk}")
+
+
+class LabelViewSet(ApiViewSet):
+    """``/v1/labels/:id``: one label."""
+
+    scope_group = "issues"
+    queryset = Label.objects.none()
+
+    def get_label(self, pk) -> Label:
+        label = selectors.label_get(user=self.request.user, label_id=pk)
+        if label is None:
+            raise Http404
+        self.check_project_ability(label.project, self.required_ability())
+        return label
+
+    @extend_schema(responses={200: LabelSerializer})
+    def retrieve(self, request, pk=None):
+        return self.ok(LabelSerializer(self.get_label(pk)).data)
+
+    @extend_schema(request=LabelInputSerializer, responses={200: LabelSerializer})
+    def update(self, request, pk=None):
+        return self._update(pk, partial=False)
+
+    @extend_schema(request=LabelInputSerializer, responses={200: LabelSerializer})
+    def partial_update(self, request, pk=None):
+        return self._update(pk, partial=True)
+
+    def _update(self, pk, *, partial: bool):
+        label = self.get_label(pk)
+        data = self.validated(LabelInputSerializer, partial=partial)
+        label = services.label_update(label=label, actor=self.request.user, data=data)
+        return self.ok(LabelSerializer(label).data)
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        services.label_delete(label=self.get_label(pk), actor=request.user)
+        return self.deleted()
