@@ -197,3 +197,21 @@ class IdempotencyKey(models.Model):
 
     def __str__(self):
         return self.key
+
+
+class RateLimitCounter(models.Model):
+    """A rate-limit window kept in the database when there is no Redis (the embedded default).
+
+    One row per counted thing (``user:7``, ``addr:203.0.113.9``, a sign-in email...), reused
+    from window to window: ``collab.api.counters`` starts, counts and restarts it with a single
+    ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``, so every process counts exactly.
+    """
+
+    key = models.CharField(max_length=200, primary_key=True)
+    hits = models.PositiveIntegerField(default=0)
+    # Unix seconds at which the window ends; a window that has ended is restarted by its
+    # next hit, and rows whose window ended long ago are purged by a periodic task.
+    reset_at = models.BigIntegerField(db_index=True)
+
+    def __str__(self):
+        return f"{self.key}: {self.hits} until {self.reset_at}"

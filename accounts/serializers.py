@@ -152,3 +152,24 @@ class MembershipSerializer(serializers.ModelSerializer):
         model = Membership
         fields = ["workspace_id", "user_id", "role", "created_at"]
         read_only_fields = fields
+
+
+class RateLimitSerializer(serializers.Serializer):
+    """The caller's rate-limit window (`GET /v1/rate_limit`)."""
+
+    tier = serializers.ChoiceField(choices=User.Tier.choices)
+    limit = serializers.IntegerField(help_text="Requests allowed per window at this tier.")
+    remaining = serializers.IntegerField(
+        allow_null=True, help_text="Requests left in the window (null: the counter is unreachable)."
+    )
+    used = serializers.IntegerField(
+        allow_null=True,
+        help_text="Requests counted in the window (null: the counter is unreachable).",
+    )
+    reset = serializers.IntegerField(
+        allow_null=True,
+        help_text="When the window ends, in Unix seconds; with no request counted yet, when "
+        "a window opened now would end.",
+    )
+    reset_at = serializers.DateTimeField(allow_null=True, help_text="`reset` as a timestamp.")
+    window_seconds = serializers.IntegerField(help_text="Length of a window.")

@@ -25,7 +25,7 @@ from collab.api.exceptions import (
 from collab.api.scopes import invalid_scopes
 from notifications.services import event_record
 
-from . import keys
+from . import keys, login_protection
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
@@ -239,10 +239,16 @@ def _token_pair(user: User) -> dict:
     }
 
 
-def auth_login(*, email: str, password: str) -> dict:
-    user = authenticate(email=(email or "").strip().lower(), password=password)
+def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict:
+    """Sign in; repeated failures for the email or from ``client_address`` are slowed, then
+    refused for a while (``login_protection``), before the password is even checked."""
+    email = (email or "").strip().lower()
+    login_protection.login_check(email=email, address=client_address)
+    user = authenticate(email=email, password=password)
     if user is None:
+        login_protection.login_failure_record(email=email, address=client_address)
         raise Unauthorized("Invalid email or password.")
+    login_protection.login_failures_clear(email=email)
     return _token_pair(user)
 
 

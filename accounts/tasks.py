@@ -30,3 +30,12 @@ def invitation_send_email(*, invitation_id: int, token: str) -> None:
         from_email=None,
         recipient_list=[invitation.email],
     )
+
+
+@shared_task
+def rate_limit_counters_purge() -> int:
+    """Drop database rate-limit counters whose window ended over an hour ago (Redis expires its
+    own). A row is reused from window to window, so this only trims identities gone quiet."""
+    from collab.api.counters import counters_purge
+
+    return counters_purge(older_than=3600)

@@ -1,3 +1,6 @@
+from datetime import UTC, datetime
+
+from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
@@ -6,6 +9,7 @@ from rest_framework.permissions import AllowAny
 from collab.api.exceptions import NotFound, ValidationFailed
 from collab.api.pagination import positive_int_param
 from collab.api.permissions import MANAGE, READ, JwtOnly, require_ability, user_roles
+from collab.api.ratelimit import account_identity, client_address, rate_limit_peek
 from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ApiViewSet
 from projects import selectors as project_selectors
@@ -23,6 +27,7 @@ from .serializers import (
     LoginSerializer,
     MembershipUpdateSerializer,
     MeSerializer,
+    RateLimitSerializer,
     RefreshSerializer,
     TokenPairSerializer,
     UserSerializer,
@@ -32,6 +37,10 @@ from .serializers import (
 
 BAD_LOGIN = OpenApiResponse(description="Wrong email or password, or an inactive account.")
 BAD_REFRESH = OpenApiResponse(description="The refresh token is invalid, expired or used.")
+TOO_MANY_FAILED_LOGINS = OpenApiResponse(
+    description="Too many failed sign-ins for this email or from this address: slowed down, "
+    "then refused for a while. `Retry-After` says when to try again."
+)
 WORKSPACE_ID = OpenApiParameter(
     "workspace_id",
     int,
@@ -43,11 +52,20 @@ class AuthViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=LoginSerializer, responses={200: TokenPairSerializer, 401: BAD_LOGIN})
+    @extend_schema(
+        request=LoginSerializer,
+        responses={200: TokenPairSerializer, 401: BAD_LOGIN, 429: TOO_MANY_FAILED_LOGINS},
+    )
     @action(detail=False, methods=["post"])
     def login(self, request):
         data = self.validated(LoginSerializer)
-        return self.ok(services.auth_login(email=data["email"], password=data["password"]))
+        return self.ok(
+            services.auth_login(
+                email=data["email"],
+                password=data["password"],
+                client_address=client_address(request),
+            )
+        )
 
     @extend_schema(
         request=RefreshSerializer, responses={200: TokenPairSerializer, 401: BAD_REFRESH}
@@ -63,6 +81,30 @@ class AuthViewSet(ApiViewSet):
         data = self.validated(RefreshSerializer)
         services.auth_logout(refresh_token=data["refresh_token"])
         return self.ok(None)
+
+
+class RateLimitViewSet(ApiViewSet):
+    """The caller's rate limit: tier, limit and the current window. Reading it is free: it
+    does not count against the limit. The same figures come on every response as
+    `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Used` and `X-RateLimit-Reset`."""
+
+    serializer_class = RateLimitSerializer
+
+    @extend_schema(responses={200: RateLimitSerializer})
+    def retrieve(self, request):
+        identity = account_identity(request.user)
+        # The middleware has read the window already (without counting); read it here when
+        # the limiter is switched off.
+        usage = getattr(request, "rate_limit", None) or rate_limit_peek(identity)
+        window = settings.RATE_LIMIT_WINDOW_SECONDS
+        data = {"tier": identity.tier, "limit": identity.limit, "window_seconds": window}
+        data.update(
+            remaining=usage.remaining if usage else None,
+            used=usage.used if usage else None,
+            reset=usage.reset if usage else None,
+            reset_at=datetime.fromtimestamp(usage.reset, UTC) if usage else None,
+        )
+        return self.ok(RateLimitSerializer(data).data)
 
 
 class ApiKeyViewSet(ApiViewSet):

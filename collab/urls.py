@@ -7,6 +7,7 @@ from accounts.views import (
     ApiKeyViewSet,
     AuthViewSet,
     InvitationAcceptViewSet,
+    RateLimitViewSet,
     UserViewSet,
     WorkspaceViewSet,
 )
@@ -43,6 +44,7 @@ urlpatterns = [
     path("readyz", views.readyz, name="readyz"),
     path("v1/schema", SchemaView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/rate_limit", RateLimitViewSet.as_view({"get": "retrieve"}), name="rate-limit"),
     path("v1/", include(router.urls)),
     path("admin/", admin.site.urls),
     re_path(r"^(?!admin/|static/).*$", views.not_found),

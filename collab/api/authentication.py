@@ -16,6 +16,7 @@ from accounts.models import ApiKey
 from .scopes import ALL_GRANTED, expand
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+_NOT_YET = object()
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,25 @@ class BearerAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
+        """Authenticate once per request, whoever asks first.
+
+        The rate limiter (a middleware) authenticates before the view to know whose request to
+        count; the outcome, success or failure, is kept on the Django request and the view's
+        own authentication reuses it instead of looking the key or user up again.
+        """
+        django_request = getattr(request, "_request", request)
+        outcome = getattr(django_request, "_bearer_outcome", _NOT_YET)
+        if outcome is _NOT_YET:
+            try:
+                outcome = self._authenticate(request)
+            except exceptions.AuthenticationFailed as exc:
+                outcome = exc
+            django_request._bearer_outcome = outcome
+        if isinstance(outcome, exceptions.AuthenticationFailed):
+            raise exceptions.AuthenticationFailed(outcome.detail)
+        return outcome
+
+    def _authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None

@@ -29,7 +29,9 @@ ERROR_DESCRIPTIONS = {
     "413": "The body is larger than the configured limit.",
     "415": "The body is not application/json.",
     "422": "Fields failed validation; details maps each field to its messages.",
-    "429": "Over the hourly request limit.",
+    "429": "Over the request limit: the account's hourly limit (by tier), or for requests "
+    "without valid credentials the client address's. Not counted; `Retry-After` says when to "
+    "come back.",
 }
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 WRITE_METHODS = BODY_METHODS | {"DELETE"}
@@ -49,10 +51,24 @@ ERROR_HEADERS = {
     "405": {"Allow": _header("The methods this path accepts.")},
     "429": {
         "Retry-After": _header(
-            "Seconds until the window resets.", {"type": "integer", "minimum": 0}
+            "Seconds to wait before trying again.", {"type": "integer", "minimum": 1}
         )
     },
 }
+# On every response under /v1/ (CONTRACT section 7; collab/api/ratelimit.py), counted against
+# the account of valid credentials, or else against the client address.
+# Defined once under components/headers and referred to from each response.
+_COUNT = {"type": "integer", "minimum": 0}
+HEADER_COMPONENTS = {
+    "X-RateLimit-Limit": _header("Requests allowed in the window.", _COUNT),
+    "X-RateLimit-Remaining": _header("Requests left in the window.", _COUNT),
+    "X-RateLimit-Used": _header("Requests counted in the window.", _COUNT),
+    "X-RateLimit-Reset": _header(
+        "When the window ends, in Unix seconds (a window starts with its first request).",
+        _COUNT,
+    ),
+}
+RATE_LIMIT_HEADERS = {name: {"$ref": f"#/components/headers/{name}"} for name in HEADER_COMPONENTS}
 CREATED_HEADERS = {"Location": _header("Path of the created resource.")}
 PAGE_HEADERS = {
     "Link": _header("RFC 8288 links to the `first`, `prev`, `next` and `last` pages."),
@@ -281,6 +297,8 @@ class EnvelopeAutoSchema(AutoSchema):
                 responses[code] = _error_response(code, response.get("description"))
         for code in self.error_statuses():
             responses.setdefault(code, _error_response(code))
+        for response in responses.values():
+            response["headers"] = {**RATE_LIMIT_HEADERS, **response.get("headers", {})}
         return dict(sorted(responses.items()))
 
     def error_statuses(self) -> list[str]:
@@ -305,9 +323,11 @@ class EnvelopeAutoSchema(AutoSchema):
 
 
 def postprocess_envelope(result, generator, request, public):
-    """Add the shared components (error body, success flag, page meta) operations refer to."""
+    """Add the shared components (error body, success flag, page meta, rate-limit headers)
+    operations refer to."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in COMPONENTS.items():
         schemas.setdefault(name, schema)
     result["components"]["schemas"] = dict(sorted(schemas.items()))
+    result["components"].setdefault("headers", {}).update(HEADER_COMPONENTS)
     return result

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -48,6 +49,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
+    # Before the body guard, so its 413s and 415s count and carry the rate-limit headers.
+    "collab.api.ratelimit.RateLimitMiddleware",
     "collab.api.middleware.ApiBodyGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -105,6 +108,44 @@ if REDIS_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Rate limits (CONTRACT section 7, collab/api/ratelimit.py). Requests per window, counted per
+# account at its tier's limit whatever the credential, and per client address for requests
+# without valid credentials. A window starts with its first request and lasts an hour.
+RATE_LIMIT_ENABLED = env.bool("RATE_LIMIT_ENABLED", default=True)
+RATE_LIMITS = {
+    "standard": env.int("RATE_LIMIT_STANDARD", default=1000),
+    "premium": env.int("RATE_LIMIT_PREMIUM", default=5000),
+    "enterprise": env.int("RATE_LIMIT_ENTERPRISE", default=10000),
+}
+RATE_LIMIT_ANONYMOUS = env.int("RATE_LIMIT_ANONYMOUS", default=60)
+RATE_LIMIT_WINDOW_SECONDS = env.int("RATE_LIMIT_WINDOW_SECONDS", default=3600)
+# Where counters live: "redis" (one atomic script per request) or "database" (one atomic
+# upsert per request, the embedded default). Both count exactly across processes.
+RATE_LIMIT_BACKEND = env.str("RATE_LIMIT_BACKEND", default="redis" if REDIS_URL else "database")
+if RATE_LIMIT_BACKEND not in ("redis", "database") or (
+    RATE_LIMIT_BACKEND == "redis" and not REDIS_URL
+):
+    raise ImproperlyConfigured(
+        f"RATE_LIMIT_BACKEND={RATE_LIMIT_BACKEND!r}: use 'database', or 'redis' with REDIS_URL."
+    )
+RATE_LIMIT_KEY_PREFIX = env.str("RATE_LIMIT_KEY_PREFIX", default="collab:rl:")
+# A Redis call slower than this fails open (the request is served, a warning logged), and the
+# limiter then leaves Redis alone for RATE_LIMIT_FAIL_OPEN_SECONDS before trying again.
+RATE_LIMIT_REDIS_TIMEOUT = env.float("RATE_LIMIT_REDIS_TIMEOUT", default=0.25)
+RATE_LIMIT_FAIL_OPEN_SECONDS = env.float("RATE_LIMIT_FAIL_OPEN_SECONDS", default=5.0)
+# Reverse proxies in front of the service that append the address they saw to X-Forwarded-For.
+# 0: the client address is REMOTE_ADDR and X-Forwarded-For is ignored (clients can forge it).
+RATE_LIMIT_TRUSTED_PROXIES = env.int("RATE_LIMIT_TRUSTED_PROXIES", default=0)
+
+# Sign-in protection (accounts/login_protection.py): failed logins within the window, per email
+# and per client address. From LOGIN_SLOWDOWN_AFTER failures for an email each next attempt
+# waits (1 s, 2 s, ...); at the limit the email or address is refused for LOGIN_LOCKOUT_SECONDS.
+LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
+LOGIN_FAILURES_PER_EMAIL = env.int("LOGIN_FAILURES_PER_EMAIL", default=5)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=20)
+LOGIN_SLOWDOWN_AFTER = env.int("LOGIN_SLOWDOWN_AFTER", default=3)
+LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60)
 
 AUTH_USER_MODEL = "accounts.User"
 AUTH_PASSWORD_VALIDATORS = [
@@ -181,6 +222,7 @@ SPECTACULAR_SETTINGS = {
         "UserStatusEnum": "accounts.models.User.Status",
         "InvitationStatusEnum": "accounts.models.Invitation.Status",
         "ProjectStatusEnum": "projects.models.Project.Status",
+        "IssueStatusEnum": "issues.models.Status",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -234,7 +276,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "rate-limit-counters-purge": {
+        "task": "accounts.tasks.rate_limit_counters_purge",
+        "schedule": 3600.0,
+    },
+}
 CELERY_TIMEZONE = "UTC"
 
 LOGGING = {

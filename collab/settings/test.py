@@ -36,3 +36,14 @@ if REDIS_URL:  # noqa: F405
 # Most tests run tasks in-process; tests of the worker itself start a real one.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+
+# Limits so high no test meets a 429 it did not ask for (counters in Redis outlive a test);
+# the rate-limit tests set their own, and the environment can still override each one.
+RATE_LIMITS = {
+    tier: env.int(f"RATE_LIMIT_{tier.upper()}", default=1_000_000)
+    for tier in ("standard", "premium", "enterprise")
+}
+RATE_LIMIT_ANONYMOUS = env.int("RATE_LIMIT_ANONYMOUS", default=1_000_000)
+LOGIN_FAILURES_PER_EMAIL = env.int("LOGIN_FAILURES_PER_EMAIL", default=1_000_000)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=1_000_000)
+LOGIN_SLOWDOWN_AFTER = env.int("LOGIN_SLOWDOWN_AFTER", default=1_000_000)

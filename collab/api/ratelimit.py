@@ -1,0 +1,201 @@
+"""Request limits (CONTRACT section 7): who is counted, against which limit, and the headers.
+
+- A request with valid credentials counts against its **account** (``user:<id>``), whatever
+  the credential (a JWT or any of the user's API keys), at the limit of the account's tier
+  (``RATE_LIMITS``). The tier is read from the user row loaded by this very request, so a
+  change made with ``set_tier`` or in the admin applies from the next request.
+- Any other request (no credentials, a bad or expired key or token) counts against its
+  **client address** (``addr:<address>``, an IPv6 address by its /64) at the small
+  ``RATE_LIMIT_ANONYMOUS`` limit: a flood of 401s costs one counter hit each, then 429s.
+  The sign-in endpoints (``/v1/auth/*``, ``/v1/invitations/accept``) are the way to get
+  credentials, so they do not spend that budget; failed logins have their own, stricter
+  protection (``accounts.login_protection``).
+- ``GET /v1/rate_limit`` with valid credentials reads the account's window without counting.
+
+A window starts with the first counted request and lasts ``RATE_LIMIT_WINDOW_SECONDS`` (an
+hour); ``X-RateLimit-Reset`` is its end, in Unix seconds, the same on every response of the
+window. A request once the limit is reached answers 429 ``RATE_LIMITED`` with ``Retry-After``
+and is not counted. Counting is atomic in Redis or in the database (``collab.api.counters``).
+
+The middleware runs before routing, so every answer under ``/v1/`` carries the headers, 404s
+of unknown routes, 413s and 415s included. It authenticates the request itself to know whom
+to count; ``BearerAuthentication`` keeps that result on the request, so the view does not
+authenticate twice.
+"""
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from rest_framework import exceptions
+
+from . import counters
+from .authentication import BearerAuthentication
+from .middleware import API_PREFIX, json_error
+
+logger = logging.getLogger("collab.ratelimit")
+
+STATUS_PATH = "/v1/rate_limit"
+SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a request is counted against."""
+
+    counter: str  # "user:7" or "addr:203.0.113.9"
+    limit: int
+    tier: str | None = None  # the account's tier; None for a client address
+
+    @property
+    def is_account(self) -> bool:
+        return self.tier is not None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """An identity's window as the headers and ``GET /v1/rate_limit`` show it."""
+
+    identity: Identity
+    used: int
+    reset: int
+    allowed: bool = True
+
+    @property
+    def limit(self) -> int:
+        return self.identity.limit
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Used": str(self.used),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+
+
+def tier_limit(tier: str) -> int:
+    limits = settings.RATE_LIMITS
+    return limits.get(tier, limits["standard"])
+
+
+def account_identity(user) -> Identity:
+    return Identity(counter=f"user:{user.pk}", limit=tier_limit(user.tier), tier=user.tier)
+
+
+def client_address(request) -> str:
+    """The caller's address: ``REMOTE_ADDR``, or with ``RATE_LIMIT_TRUSTED_PROXIES`` = n, the
+    address the outermost of the n trusted proxies saw (n-th from the right in
+    ``X-Forwarded-For``). Entries further left were written by the client and prove nothing.
+    """
+    address = request.META.get("REMOTE_ADDR") or ""
+    hops = settings.RATE_LIMIT_TRUSTED_PROXIES
+    if hops > 0:
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        chain = [part.strip() for part in forwarded.split(",") if part.strip()]
+        if chain:
+            address = chain[-min(hops, len(chain))]
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64] or "unknown"
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        # One subscriber gets a whole /64: counting single addresses would let it rotate.
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
+
+
+def address_identity(request) -> Identity:
+    return Identity(counter=f"addr:{client_address(request)}", limit=settings.RATE_LIMIT_ANONYMOUS)
+
+
+def request_identity(request) -> Identity:
+    """The account behind valid credentials, or else the client address."""
+    if request.META.get("HTTP_AUTHORIZATION"):
+        try:
+            authenticated = BearerAuthentication().authenticate(request)
+        except exceptions.AuthenticationFailed:
+            authenticated = None
+        if authenticated is not None:
+            return account_identity(authenticated[0])
+    return address_identity(request)
+
+
+def _usage(identity: Identity, window: counters.Window) -> Usage:
+    return Usage(
+        identity=identity,
+        used=min(window.hits, identity.limit),
+        reset=window.reset,
+        allowed=window.counted,
+    )
+
+
+def rate_limit_hit(identity: Identity) -> Usage | None:
+    """Count one request; ``None`` when the counter store is down (the request is served)."""
+    window = counters.counter_hit(
+        identity.counter, limit=identity.limit, window=settings.RATE_LIMIT_WINDOW_SECONDS
+    )
+    return None if window is None else _usage(identity, window)
+
+
+def rate_limit_peek(identity: Identity) -> Usage | None:
+    """The identity's window without counting; ``None`` when the counter store is down."""
+    at = counters.now()
+    states = counters.counter_peek([identity.counter], at=at)
+    if states is None:
+        return None
+    window = states[0] or counters.Window.fresh(settings.RATE_LIMIT_WINDOW_SECONDS, at)
+    return _usage(identity, window)
+
+
+def _refusal(usage: Usage):
+    retry_after = counters.Window(usage.used, usage.reset).retry_after(counters.now())
+    identity = usage.identity
+    if identity.is_account:
+        message = (
+            f"Rate limit exceeded: {identity.limit} requests per hour on the {identity.tier} "
+            f"tier. Try again in {retry_after} seconds."
+        )
+    else:
+        message = (
+            f"Rate limit exceeded for requests without valid credentials from this address "
+            f"({identity.limit} per hour). Sign in, or try again in {retry_after} seconds."
+        )
+    details = {"limit": identity.limit, "reset": usage.reset, "retry_after": retry_after}
+    if identity.is_account:
+        details["tier"] = identity.tier
+    return json_error(429, "RATE_LIMITED", message, details, Retry_After=str(retry_after))
+
+
+class RateLimitMiddleware:
+    """Counts every request under ``/v1/``, refuses those over the limit, adds the headers."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not (settings.RATE_LIMIT_ENABLED and request.path.startswith(API_PREFIX)):
+            return self.get_response(request)
+        identity = request_identity(request)
+        if identity.is_account:
+            free = request.path == STATUS_PATH
+        else:
+            free = request.path.startswith(SIGN_IN_PATHS)
+        # Free requests read the window (for the headers) without counting or being refused.
+        usage = rate_limit_peek(identity) if free else rate_limit_hit(identity)
+        request.rate_limit = usage
+        if usage is not None and not free and not usage.allowed:
+            response = _refusal(usage)
+        else:
+            response = self.get_response(request)
+        if usage is not None:
+            for name, value in usage.headers().items():
+                response[name] = value
+        return response
