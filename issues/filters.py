@@ -13,7 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
-from collab.api.filters import DateTimeFilter, IdFilter
+from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter
 
 from .models import Issue, IssueType, Priority, Status
 
@@ -50,7 +50,7 @@ class SortFilter(filters.OrderingFilter):
         return qs.order_by(*[self.get_ordering_value(param) for param in value], "-id")
 
 
-class IssueFilter(filters.FilterSet):
+class IssueFilter(CachedFormFilterSet):
     status = ChoiceInFilter(
         choices=Status.choices, help_text="One status or several, comma-separated."
     )
@@ -114,5 +114,7 @@ class GlobalIssueFilter(IssueFilter):
     project_id = IdFilter(field_name="project_id")
 
 
-# Parameters whose totals the per-project, per-status counters answer exactly.
-COUNTER_PARAMS = frozenset({"status", "sort", "page", "per_page", "project_id"})
+# Parameters whose totals the per-project, per-status counters answer exactly. ``project_id``
+# only where it is a filter: on a project's own list it is an unknown parameter, left alone.
+COUNTER_PARAMS = frozenset({"status", "sort", "page", "per_page"})
+GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}

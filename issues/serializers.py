@@ -3,6 +3,7 @@ from rest_framework import serializers
 from .models import IssueType, Label, Priority, Status
 
 LABEL_NAME_MAX = 50
+COLOR_PATTERN = r"^#[0-9a-fA-F]{6}$"
 
 
 class IssueSerializer(serializers.Serializer):
@@ -65,7 +66,7 @@ class LabelSerializer(serializers.ModelSerializer):
 class LabelInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=LABEL_NAME_MAX)
     color = serializers.RegexField(
-        r"^#[0-9a-fA-F]{6}$",
+        COLOR_PATTERN,
         required=False,
         default="#6b7280",
         error_messages={"invalid": "Give a colour as #rrggbb."},

@@ -7,14 +7,13 @@ the next number, with no gaps and no duplicates.
 """
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from accounts.models import User
-from collab.api.exceptions import ValidationFailed
+from collab.api.exceptions import NotFound, ValidationFailed
 from notifications.services import diff, event_record
 from projects.models import Project
-from projects.selectors import project_visibility_q
 
 from .models import (
     PRIORITY_RANK,
@@ -25,7 +24,7 @@ from .models import (
     Label,
     Status,
 )
-from .selectors import issue_record
+from .selectors import assignee_allowed, issue_record
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
 
@@ -68,8 +67,12 @@ def issue_counts_rebuild(*, project: Project) -> None:
     with transaction.atomic():
         IssueStatusCount.objects.filter(project=project).delete()
         counts = dict.fromkeys(Status.values, 0)
-        for status in Issue.objects.filter(project=project).values_list("status", flat=True):
-            counts[status] += 1
+        counts.update(
+            Issue.objects.filter(project=project)
+            .order_by()
+            .values_list("status")
+            .annotate(count=Count("id"))
+        )
         IssueStatusCount.objects.bulk_create(
             IssueStatusCount(project=project, status=status, count=count)
             for status, count in counts.items()
@@ -87,12 +90,7 @@ def _resolve_assignee(project: Project, assignee_id: int | None) -> User | None:
     if assignee_id is None:
         return None
     assignee = User.objects.filter(pk=assignee_id).first()
-    visible = (
-        assignee is not None
-        and assignee.is_active
-        and Project.objects.filter(project_visibility_q(assignee), pk=project.pk).exists()
-    )
-    if not visible:
+    if assignee is None or not assignee_allowed(project=project, user=assignee):
         raise ValidationFailed.field(
             "assignee_id", "The assignee must be an active user who can see this project."
         )
@@ -176,12 +174,31 @@ def issue_create(*, project: Project, actor: User | None, data: dict) -> Issue:
     return issue
 
 
+def _issue_lock(issue_id: int) -> Issue:
+    """The issue, its row locked until the transaction ends, and its project.
+
+    Only the issue's row: a lock on the project's row would hold up every create in the
+    project, whose foreign key check takes a share lock on it at commit, and with the
+    counter rows it deadlocks.
+    """
+    issue = (
+        Issue.objects.select_for_update(of=("self",))
+        .select_related("project")
+        .filter(pk=issue_id)
+        .first()
+    )
+    if issue is None:
+        # Deleted by another request since the caller read it.
+        raise NotFound()
+    return issue
+
+
 def issue_update(
     *, issue: Issue, actor: User | None, data: dict, source: str = ""
 ) -> tuple[Issue, dict]:
     """Apply the given fields; returns the issue and its record. No change, no event."""
     with transaction.atomic():
-        issue = Issue.objects.select_for_update().select_related("project").get(pk=issue.pk)
+        issue = _issue_lock(issue.pk)
         project = issue.project
         current_labels = list(issue.labels.values_list("name", flat=True))
         before = _snapshot(issue, current_labels)
@@ -246,7 +263,7 @@ def _event_type(changes: dict) -> str:
 
 def issue_delete(*, issue: Issue, actor: User | None) -> None:
     with transaction.atomic():
-        issue = Issue.objects.select_for_update().select_related("project").get(pk=issue.pk)
+        issue = _issue_lock(issue.pk)
         record = issue_record(issue)
         _adjust_counts(issue.project_id, {issue.status: -1})
         event_record(

@@ -5,10 +5,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
 from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
-from projects.models import Project
 
 from . import selectors, services
-from .filters import COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
+from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
 from .models import Issue, Label
 from .serializers import (
     IssueHistorySerializer,
@@ -23,6 +22,8 @@ class IssueListMixin:
     """The list path: django-filter for the query, ``.values()`` rows for the output, and the
     kept per-status counters for the total whenever they answer it exactly."""
 
+    counter_params: frozenset[str] = COUNTER_PARAMS
+
     def list_response(self, queryset, *, project_ids):
         queryset = self.filter_queryset(queryset).values(*selectors.ISSUE_FIELDS)
         self.page_counter = partial(self._count, project_ids=project_ids)
@@ -31,7 +32,7 @@ class IssueListMixin:
 
     def _count(self, queryset, *, project_ids) -> int:
         params = self.request.query_params
-        if not set(params) <= COUNTER_PARAMS:
+        if not set(params) <= self.counter_params:
             return queryset.count()
         statuses = [status for status in params.get("status", "").split(",") if status]
         if params.get("project_id"):
@@ -51,7 +52,7 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
         project = self.get_project()
         return self.list_response(
             selectors.issue_list(user=request.user, project=project),
-            project_ids=Project.objects.filter(pk=project.pk).values("pk"),
+            project_ids=[project.pk],
         )
 
     @extend_schema(request=IssueInputSerializer, responses={201: IssueSerializer})
@@ -68,6 +69,7 @@ class IssueViewSet(IssueListMixin, ApiViewSet):
     scope_group = "issues"
     queryset = Issue.objects.none()
     filterset_class = GlobalIssueFilter
+    counter_params = GLOBAL_COUNTER_PARAMS
 
     @extend_schema(responses={200: IssueSerializer(many=True)})
     def list(self, request):

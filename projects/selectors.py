@@ -29,6 +29,21 @@ def project_visibility_q(user, prefix: str = "") -> Q:
     )
 
 
+def project_visible(*, user, project: Project) -> bool:
+    """``project_visibility_q`` for one project already loaded: the same rule, decided on the
+    row and the user's roles (loaded once per request) instead of compiled into SQL. Only a
+    private project of a workspace the user does not administer costs a query, for its team.
+    """
+    if project.visibility == Project.Visibility.PUBLIC:
+        return True
+    role = user_roles(user).get(project.workspace_id)
+    if role in ADMIN_ROLES:
+        return True
+    if role is not None and project.visibility == Project.Visibility.INTERNAL:
+        return True
+    return ProjectMember.objects.filter(project=project, user=user).exists()
+
+
 def _with_team_count(queryset: QuerySet) -> QuerySet:
     team = (
         ProjectMember.objects.filter(project=OuterRef("pk"))
@@ -47,12 +62,23 @@ def project_list(*, user, filters: dict | None = None) -> QuerySet:
     return _with_team_count(queryset).order_by("id")
 
 
-def project_get(*, user, project_id) -> Project | None:
+def project_get(*, user, project_id, with_team_count: bool = True) -> Project | None:
+    """The project if the user may see it, else None (whether it exists or not).
+
+    Every route under a project resolves it first, so this stays cheap: the row by its key,
+    then ``project_visible`` on it. Routes that do not show the project skip the team count.
+    """
     try:
         pk = int(project_id)
     except (TypeError, ValueError):
         return None
-    return project_list(user=user).filter(pk=pk).first()
+    queryset = Project.objects.filter(pk=pk)
+    if with_team_count:
+        queryset = _with_team_count(queryset)
+    project = queryset.first()
+    if project is None or not project_visible(user=user, project=project):
+        return None
+    return project
 
 
 def project_members(*, project: Project) -> QuerySet:

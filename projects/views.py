@@ -25,6 +25,7 @@ from .serializers import (
 class ProjectViewSet(ProjectScopedViewSet):
     scope_group = "projects"
     project_lookup_kwarg = "pk"
+    project_with_team_count = True
     serializer_class = ProjectSerializer
     filterset_class = ProjectFilter
     action_scopes = {"members": "projects:read", "member_remove": "projects:admin"}

@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from accounts import keys
 from accounts.models import ApiKey, Membership, Role, User, Workspace
+from issues.services import issue_create
 from projects.models import Project, ProjectMember
 
 PASSWORD = "correct-horse-battery-staple"
@@ -71,3 +72,10 @@ def make_api_key(user, scopes, *, expires_at=None, revoked=False, name="test key
         revoked_at=timezone.now() if revoked else None,
     )
     return plaintext
+
+
+def make_issue(project, actor=None, **data):
+    """An issue made as the API makes it (issues.services.issue_create), so that numbers,
+    counters, history and events stay right; ``data`` as the API's body."""
+    data.setdefault("title", "An issue")
+    return issue_create(project=project, actor=actor, data=data)

@@ -45,6 +45,23 @@ class DateTimeFilter(filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
 
 
+class CachedFormFilterSet(filters.FilterSet):
+    """A FilterSet whose form class is built once per class instead of on every request.
+
+    django-filter builds it anew for each request (a form field per filter, each label looked
+    up on the model, then a new class): about a millisecond for a dozen filters, on lists that
+    are otherwise served in a few. Only for filtersets whose form fields do not depend on the
+    request (no ``ModelChoiceFilter`` with a queryset callable).
+    """
+
+    def get_form_class(self):
+        cls = type(self)
+        form_class = cls.__dict__.get("_form_class")
+        if form_class is None:
+            form_class = cls._form_class = super().get_form_class()
+        return form_class
+
+
 class FilterBackend(filters.DjangoFilterBackend):
     """django-filter, with invalid filter values answered 400 and the parameter named.
 

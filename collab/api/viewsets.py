@@ -109,12 +109,18 @@ class ProjectScopedViewSet(ApiViewSet):
     """A viewset whose routes live under one project (``project_lookup_kwarg`` in the URL)."""
 
     project_lookup_kwarg = "project_id"
+    # Whether the resolved project carries ``team_count`` (for views that show the project).
+    project_with_team_count = False
 
     def get_project(self, *, ability: str | None = None) -> Project:
         cached = getattr(self, "_project", None)
         if cached is None:
             raw = self.kwargs.get(self.project_lookup_kwarg)
-            cached = project_selectors.project_get(user=self.request.user, project_id=raw)
+            cached = project_selectors.project_get(
+                user=self.request.user,
+                project_id=raw,
+                with_team_count=self.project_with_team_count,
+            )
             if cached is None:
                 raise Http404
             self._project = cached

@@ -1,0 +1,562 @@
+"""The issue list under load: the API against a bare Django view, on 1,000,000 and 10,000 issues.
+
+Run it with one command (from the repository's root):
+
+    .venv/bin/python bench/issue_list.py --issues 1000000
+
+Everything stays on loopback. PostgreSQL comes from DATABASE_URL (default
+postgres://postgres@127.0.0.1:5432/collab_bench; the database is created when missing and
+migrated), Redis from REDIS_URL (default redis://127.0.0.1:6379/0). Two projects are seeded with
+``seed_demo`` unless they hold their issues already: one of --issues and one of --small.
+
+It starts gunicorn as production does (collab.wsgi, production settings plus the baseline's
+route from bench/settings.py, 2 workers, gthread, rate limiter off), then drives each endpoint
+for --duration seconds with wrk (``apt-get install -y wrk``), or, without wrk, with a pool of
+Python threads bounded by --requests and the same duration. SQL queries per request are
+counted once per endpoint through Django's test client.
+
+Measured, side by side: ``GET /v1/projects/:id/issues?status=open&per_page=50`` pages 1 and 20
+on both projects; the same list with a filter that matches every issue but keeps the kept
+per-status counters from answering the total (so it pays an exact ``COUNT(*)``); and the bare
+baseline (bench/views.py) on the same pages. Prints a table and writes
+bench/results/issue_list.json. Stops the server it started and revokes its API key.
+"""
+
+import argparse
+import http.client
+import ipaddress
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "issue_list.json"
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/collab_bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+WORKSPACE = "Bench"
+# Matches every issue, and, like any parameter besides status, sort, page and per_page, makes
+# the list count its rows instead of reading the per-status counters. On created_at, so the
+# count can use the same index-only scan as the baseline's.
+EVERY_ISSUE = "created_after=2000-01-01T00:00:00Z"
+
+
+def main() -> int:
+    args = parse_args()
+    environment = configure_environment(args)
+    database_ensure(os.environ["DATABASE_URL"])
+
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    projects = {size_label(n): seed(n, args.batch_size) for n in (args.issues, args.small)}
+    cases = build_cases(projects)
+    # Other work on the machine skews every figure: say how busy it was.
+    load_before = os.getloadavg()
+    key, plaintext = api_key_for_owner()
+    server = None
+    try:
+        count_queries(cases, plaintext)
+        server = Server(environment, workers=args.workers, threads=args.threads)
+        server.start()
+        load = Wrk(args) if shutil.which("wrk") and not args.python_load else ThreadLoad(args)
+        # The measurements take turns, round after round, each list right after its baseline,
+        # so whatever else the machine is doing weighs on all of them alike (see report()).
+        seconds = args.duration / args.rounds
+        for round_ in range(1, args.rounds + 1):
+            for item in cases:
+                url = f"{server.base}{item['path']}"
+                result = load.run(url, item["headers"](plaintext), seconds, warm=round_ == 1)
+                item.setdefault("rounds", []).append(result)
+                print(
+                    f"  round {round_}/{args.rounds} {item['name']:<24} "
+                    f"{result['requests_per_second']:>8.1f} req/s"
+                )
+        for item in cases:
+            item["load"] = median_round(item["rounds"])
+    finally:
+        if server is not None:
+            server.stop()
+        api_key_revoke(key)
+
+    report(args, projects, cases, load.name, load_before)
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--issues", type=int, default=1_000_000, help="Issues in the big project.")
+    parser.add_argument("--small", type=int, default=10_000, help="Issues in the small project.")
+    parser.add_argument(
+        "--duration", type=float, default=12, help="Seconds of load per measurement."
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="Turns the measurement's seconds are split into."
+    )
+    parser.add_argument("--connections", type=int, default=4, help="Concurrent connections.")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes.")
+    parser.add_argument("--threads", type=int, default=8, help="Threads per gunicorn worker.")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=5000,
+        help="Most requests per measurement with the Python load generator.",
+    )
+    parser.add_argument(
+        "--python-load", action="store_true", help="Use the Python load generator even with wrk."
+    )
+    parser.add_argument("--batch-size", type=int, default=10_000, help="Seeding batch size.")
+    return parser.parse_args()
+
+
+def configure_environment(args) -> dict:
+    """The environment of this process and of the server: production settings on loopback."""
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+    os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        require_loopback(name, os.environ[name])
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "bench.settings",
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            "DEBUG": "0",
+            "SECURE_SSL_REDIRECT": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "RATE_LIMIT_ENABLED": "0",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    return dict(os.environ)
+
+
+def require_loopback(name: str, url: str) -> None:
+    host = urlparse(url).hostname or "localhost"
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        sys.exit(f"{name} must point at this machine (127.0.0.1 or localhost), not {host}.")
+
+
+def database_ensure(url: str) -> None:
+    """Create the benchmark database when it is missing."""
+    import psycopg
+    from psycopg import sql
+
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/")
+    maintenance = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(maintenance, autocommit=True) as connection:
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+        ).fetchone()
+        if not exists:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            print(f"Created database {name}.")
+
+
+def seed(issues: int, batch_size: int) -> dict:
+    """The project of ``issues`` issues, seeded unless it holds them already."""
+    from django.core.management import call_command
+
+    from issues.selectors import issue_count
+    from projects.models import Project
+
+    name = f"Bench {issues}"
+
+    def find():
+        return Project.objects.filter(workspace__name=WORKSPACE, name=name).first()
+
+    project = find()
+    held = issue_count(project_ids=[project.pk], statuses=None) if project else 0
+    seconds = None
+    if held != issues:
+        print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...")
+        started = time.perf_counter()
+        call_command(
+            "seed_demo",
+            "--workspace",
+            WORKSPACE,
+            "--project-name",
+            name,
+            "--issues",
+            str(issues),
+            "--batch-size",
+            str(batch_size),
+        )
+        seconds = round(time.perf_counter() - started, 1)
+        project = find()
+    else:
+        print(f"Reusing '{name}' ({held} issues).")
+    open_issues = issue_count(project_ids=[project.pk], statuses=["open"])
+    return {
+        "id": project.pk,
+        "name": name,
+        "issues": issues,
+        "open": open_issues,
+        "seed_seconds": seconds,
+    }
+
+
+def size_label(issues: int) -> str:
+    if issues % 1_000_000 == 0:
+        return f"{issues // 1_000_000}M"
+    return f"{issues // 1000}k" if issues % 1000 == 0 else str(issues)
+
+
+def build_cases(projects: dict) -> list[dict]:
+    def api(token):
+        return {"Authorization": f"Bearer {token}"}
+
+    def bare(_token):
+        return {}
+
+    cases = []
+    for size, project in projects.items():
+        base = f"/v1/projects/{project['id']}/issues?status=open&per_page=50"
+        bare_base = f"/bench/bare/projects/{project['id']}/issues?status=open&per_page=50"
+        for page in (1, 20):
+            suffix = "" if page == 1 else f"&page={page}"
+            cases.append(case(f"bare {size} p{page}", bare_base + suffix, bare, None))
+            cases.append(case(f"list {size} p{page}", base + suffix, api, f"bare {size} p{page}"))
+        cases.append(
+            case(f"list {size} p1 COUNT(*)", f"{base}&{EVERY_ISSUE}", api, f"bare {size} p1")
+        )
+    return cases
+
+
+def case(name: str, path: str, headers, baseline: str | None) -> dict:
+    return {"name": name, "path": path, "headers": headers, "baseline": baseline}
+
+
+def api_key_for_owner():
+    from accounts.models import User
+    from accounts.services import api_key_create
+    from collab.api.scopes import ALL_SCOPES
+
+    owner = User.objects.get(email="owner@demo.collab.localhost")
+    return api_key_create(user=owner, name="bench", scopes=list(ALL_SCOPES), expires_in="1d")
+
+
+def api_key_revoke(key) -> None:
+    from accounts.services import api_key_revoke as revoke
+
+    revoke(api_key=key)
+
+
+def count_queries(cases: list[dict], token: str) -> None:
+    """SQL queries per request, and a check that the API and the baseline agree."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    bodies = {}
+    for item in cases:
+        headers = item["headers"](token)
+        client.get(item["path"], headers=headers)  # caches warm, as in a running server
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(item["path"], headers=headers)
+        if response.status_code != 200:
+            raise SystemExit(f"{item['name']}: {response.status_code} {response.content[:300]!r}")
+        item["queries"] = len(captured.captured_queries)
+        item["bytes"] = len(response.content)
+        bodies[item["name"]] = response.json()
+    for item in cases:
+        if item["baseline"] is None:
+            continue
+        mine, bare = bodies[item["name"]], bodies[item["baseline"]]
+        same_rows = [row["id"] for row in mine["data"]] == [row["id"] for row in bare["data"]]
+        if not same_rows or mine["meta"]["total"] != bare["meta"]["total"]:
+            raise SystemExit(f"{item['name']} and {item['baseline']} disagree.")
+
+
+class Server:
+    """gunicorn as production runs it, on a free loopback port."""
+
+    def __init__(self, environment: dict, *, workers: int, threads: int):
+        self.environment = environment
+        self.workers = workers
+        self.threads = threads
+        self.process = None
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        command = [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "collab.wsgi",
+            "--chdir",
+            str(ROOT),
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(self.workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(self.threads),
+            "--log-level",
+            "warning",
+        ]
+        self.process = subprocess.Popen(command, env=self.environment, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"gunicorn exited with {self.process.returncode}.")
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/readyz")
+                if connection.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit("gunicorn did not become ready in 30 s.")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def median_round(rounds: list[dict]) -> dict:
+    """The round of median throughput, with the requests of every round."""
+    ordered = sorted(rounds, key=lambda result: result["requests_per_second"])
+    middle = dict(ordered[(len(ordered) - 1) // 2])
+    middle["requests"] = sum(result["requests"] for result in rounds)
+    middle["rounds_requests_per_second"] = [result["requests_per_second"] for result in rounds]
+    return middle
+
+
+class Wrk:
+    name = "wrk"
+    UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+    def __init__(self, args):
+        self.connections = args.connections
+
+    def run(self, url: str, headers: dict, seconds: float, *, warm: bool) -> dict:
+        header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
+        if warm:
+            # The first requests open connections and fill the caches.
+            self._wrk(url, header_args, 1)
+        output = self._wrk(url, header_args, seconds)
+        failures = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+        errors = re.search(r"Socket errors: (.*)", output)
+        if failures or errors:
+            raise SystemExit(f"wrk saw failures on {url}:\n{output}")
+        latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
+        return {
+            "requests": int(re.search(r"(\d+) requests in", output).group(1)),
+            "requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+            "p50_ms": self._ms(latency["50"]),
+            "p99_ms": self._ms(latency["99"]),
+        }
+
+    def _wrk(self, url: str, header_args: list[str], seconds: float) -> str:
+        command = [
+            "wrk",
+            "--threads",
+            "1",
+            "--connections",
+            str(self.connections),
+            "--duration",
+            f"{max(1, round(seconds))}s",
+            "--timeout",
+            "10s",
+            "--latency",
+            *header_args,
+            url,
+        ]
+        return subprocess.run(
+            command, capture_output=True, text=True, check=True, timeout=seconds + 30
+        ).stdout
+
+    def _ms(self, text: str) -> float:
+        number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+        return round(float(number) * self.UNITS[unit], 2)
+
+
+class ThreadLoad:
+    """Without wrk: ``connections`` threads with keep-alive connections, together sending at
+    most ``requests`` requests per measurement and stopping after its seconds."""
+
+    name = "python threads"
+
+    def __init__(self, args):
+        self.connections = args.connections
+        self.requests = args.requests
+
+    def run(self, url: str, headers: dict, seconds: float, *, warm: bool) -> dict:
+        if warm:
+            # The first requests open connections and fill the caches.
+            self._drive(url, headers, 1, self.connections * 5)
+        return self._drive(url, headers, seconds, self.requests)
+
+    def _drive(self, url: str, headers: dict, seconds: float, requests: int) -> dict:
+        parsed = urlparse(url)
+        target = f"{parsed.path}?{parsed.query}"
+        remaining = [requests]
+        lock = threading.Lock()
+        latencies: list[float] = []
+        deadline = time.monotonic() + seconds
+
+        def worker():
+            connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
+            mine = []
+            while time.monotonic() < deadline:
+                with lock:
+                    if remaining[0] <= 0:
+                        break
+                    remaining[0] -= 1
+                started = time.perf_counter()
+                connection.request("GET", target, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{url} answered {response.status}")
+                mine.append(time.perf_counter() - started)
+            connection.close()
+            with lock:
+                latencies.extend(mine)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(self.connections) as pool:
+            for future in [pool.submit(worker) for _ in range(self.connections)]:
+                future.result()
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        return {
+            "requests": len(latencies),
+            "requests_per_second": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(statistics.median(latencies) * 1000, 2),
+            "p99_ms": round(
+                latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, 2
+            ),
+        }
+
+
+def paired_ratio(item: dict, baseline: dict) -> float:
+    """The median, over the rounds, of the list's throughput over its baseline's in the same
+    round: measured seconds apart, so a busy spell on the machine cancels out of each ratio."""
+    ratios = [
+        mine["requests_per_second"] / theirs["requests_per_second"]
+        for mine, theirs in zip(item["rounds"], baseline["rounds"], strict=True)
+    ]
+    return round(statistics.median(ratios), 2)
+
+
+def report(args, projects: dict, cases: list[dict], load_name: str, load_before) -> None:
+    by_name = {item["name"]: item for item in cases}
+    rows = []
+    for item in cases:
+        load = item["load"]
+        baseline = by_name.get(item["baseline"])
+        ratio = paired_ratio(item, baseline) if baseline else None
+        rows.append(
+            {
+                "name": item["name"],
+                "path": item["path"],
+                "requests": load["requests"],
+                "requests_per_second": load["requests_per_second"],
+                "p50_ms": load["p50_ms"],
+                "p99_ms": load["p99_ms"],
+                "queries": item["queries"],
+                "response_bytes": item["bytes"],
+                "baseline": item["baseline"],
+                "ratio_to_baseline": ratio,
+            }
+        )
+
+    print()
+    header = (
+        f"{'measurement':<26} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'queries':>7} {'/bare':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        ratio = "" if row["ratio_to_baseline"] is None else f"{row['ratio_to_baseline']:.2f}"
+        print(
+            f"{row['name']:<26} {row['requests_per_second']:>8.1f} {row['p50_ms']:>8.2f} "
+            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {ratio:>6}"
+        )
+    print()
+    for project in projects.values():
+        seeded = (
+            f", seeded in {project['seed_seconds']} s"
+            if project["seed_seconds"] is not None
+            else ""
+        )
+        print(f"{project['name']}: id {project['id']}, {project['open']} open issues{seeded}")
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "ran_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                    "load_average_before": load_before,
+                    "load_average_after": os.getloadavg(),
+                },
+                "load_generator": load_name,
+                "settings": {
+                    "duration_seconds": args.duration,
+                    "rounds": args.rounds,
+                    "connections": args.connections,
+                    "gunicorn_workers": args.workers,
+                    "gunicorn_threads": args.threads,
+                },
+                "projects": projects,
+                "results": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"Wrote {RESULTS.relative_to(ROOT)}")
+    big, small = projects
+    ratios = {row["name"]: row["ratio_to_baseline"] for row in rows}
+    # One line to compare runs by: the list against its baseline on both sizes, page 1, and
+    # what the big project costs against the small one.
+    scale = paired_ratio(by_name[f"list {big} p1"], by_name[f"list {small} p1"])
+    print(
+        f"bench: list/bare {small}={ratios[f'list {small} p1']:.2f} "
+        f"{big}={ratios[f'list {big} p1']:.2f} list{big}/list{small}={scale:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
