@@ -11,14 +11,19 @@ migrated), Redis from REDIS_URL (default redis://127.0.0.1:6379/0). Two projects
 
 It starts gunicorn as production does (collab.wsgi, production settings plus the baseline's
 route from bench/settings.py, 2 workers, gthread, rate limiter off), then drives each endpoint
-for --duration seconds with wrk (``apt-get install -y wrk``), or, without wrk, with a pool of
-Python threads bounded by --requests and the same duration. SQL queries per request are
-counted once per endpoint through Django's test client.
+for --duration seconds in all, split into --rounds turns taken in order (each list right after
+its baseline), with wrk (``apt-get install -y wrk``) or, without wrk, a pool of Python threads
+that also stops after --requests. SQL queries per request are counted once per endpoint through
+Django's test client, where the API's rows and total are also checked against the baseline's.
 
 Measured, side by side: ``GET /v1/projects/:id/issues?status=open&per_page=50`` pages 1 and 20
 on both projects; the same list with a filter that matches every issue but keeps the kept
 per-status counters from answering the total (so it pays an exact ``COUNT(*)``); and the bare
-baseline (bench/views.py) on the same pages. Prints a table and writes
+baseline (bench/views.py) on the same pages. Each figure is its best round's, and ratios are
+of best rounds: on a machine shared with other work, and with gunicorn's two workers sometimes
+leaving one of them all the connections for a while, the best round is the one that shows
+what the server can do. Every round is kept in the JSON. Prints a table, then as its last line
+``bench: list/bare 10k=<r> 1M=<r> list1M/list10k=<r>``, and writes
 bench/results/issue_list.json. Stops the server it started and revokes its API key.
 """
 
@@ -52,6 +57,11 @@ WORKSPACE = "Bench"
 # the list count its rows instead of reading the per-status counters. On created_at, so the
 # count can use the same index-only scan as the baseline's.
 EVERY_ISSUE = "created_after=2000-01-01T00:00:00Z"
+# Each request on a new connection, as a proxy in front of gunicorn sends them by default
+# (nginx speaks HTTP/1.0 upstream). With keep-alive, the few connections of the load generator
+# often all land on one of the two workers, and a measurement gets one worker's throughput or
+# two by chance.
+FRESH_CONNECTION = {"Connection": "close"}
 
 
 def main() -> int:
@@ -83,14 +93,15 @@ def main() -> int:
         for round_ in range(1, args.rounds + 1):
             for item in cases:
                 url = f"{server.base}{item['path']}"
-                result = load.run(url, item["headers"](plaintext), seconds, warm=round_ == 1)
+                headers = {**item["headers"](plaintext), **FRESH_CONNECTION}
+                result = load.run(url, headers, seconds, warm=round_ == 1)
                 item.setdefault("rounds", []).append(result)
                 print(
                     f"  round {round_}/{args.rounds} {item['name']:<24} "
                     f"{result['requests_per_second']:>8.1f} req/s"
                 )
         for item in cases:
-            item["load"] = median_round(item["rounds"])
+            item["load"] = best_round(item["rounds"])
     finally:
         if server is not None:
             server.stop()
@@ -349,13 +360,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def median_round(rounds: list[dict]) -> dict:
-    """The round of median throughput, with the requests of every round."""
-    ordered = sorted(rounds, key=lambda result: result["requests_per_second"])
-    middle = dict(ordered[(len(ordered) - 1) // 2])
-    middle["requests"] = sum(result["requests"] for result in rounds)
-    middle["rounds_requests_per_second"] = [result["requests_per_second"] for result in rounds]
-    return middle
+def best_round(rounds: list[dict]) -> dict:
+    """The round of highest throughput, with the requests and throughput of every round."""
+    best = dict(max(rounds, key=lambda result: result["requests_per_second"]))
+    best["requests"] = sum(result["requests"] for result in rounds)
+    best["rounds_requests_per_second"] = [result["requests_per_second"] for result in rounds]
+    return best
 
 
 class Wrk:
@@ -466,14 +476,8 @@ class ThreadLoad:
         }
 
 
-def paired_ratio(item: dict, baseline: dict) -> float:
-    """The median, over the rounds, of the list's throughput over its baseline's in the same
-    round: measured seconds apart, so a busy spell on the machine cancels out of each ratio."""
-    ratios = [
-        mine["requests_per_second"] / theirs["requests_per_second"]
-        for mine, theirs in zip(item["rounds"], baseline["rounds"], strict=True)
-    ]
-    return round(statistics.median(ratios), 2)
+def ratio(item: dict, baseline: dict) -> float:
+    return round(item["load"]["requests_per_second"] / baseline["load"]["requests_per_second"], 2)
 
 
 def report(args, projects: dict, cases: list[dict], load_name: str, load_before) -> None:
@@ -482,19 +486,20 @@ def report(args, projects: dict, cases: list[dict], load_name: str, load_before)
     for item in cases:
         load = item["load"]
         baseline = by_name.get(item["baseline"])
-        ratio = paired_ratio(item, baseline) if baseline else None
+        to_baseline = ratio(item, baseline) if baseline else None
         rows.append(
             {
                 "name": item["name"],
                 "path": item["path"],
                 "requests": load["requests"],
                 "requests_per_second": load["requests_per_second"],
+                "rounds_requests_per_second": load["rounds_requests_per_second"],
                 "p50_ms": load["p50_ms"],
                 "p99_ms": load["p99_ms"],
                 "queries": item["queries"],
                 "response_bytes": item["bytes"],
                 "baseline": item["baseline"],
-                "ratio_to_baseline": ratio,
+                "ratio_to_baseline": to_baseline,
             }
         )
 
@@ -505,10 +510,10 @@ def report(args, projects: dict, cases: list[dict], load_name: str, load_before)
     print(header)
     print("-" * len(header))
     for row in rows:
-        ratio = "" if row["ratio_to_baseline"] is None else f"{row['ratio_to_baseline']:.2f}"
+        shown = "" if row["ratio_to_baseline"] is None else f"{row['ratio_to_baseline']:.2f}"
         print(
             f"{row['name']:<26} {row['requests_per_second']:>8.1f} {row['p50_ms']:>8.2f} "
-            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {ratio:>6}"
+            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {shown:>6}"
         )
     print()
     for project in projects.values():
@@ -551,7 +556,7 @@ def report(args, projects: dict, cases: list[dict], load_name: str, load_before)
     ratios = {row["name"]: row["ratio_to_baseline"] for row in rows}
     # One line to compare runs by: the list against its baseline on both sizes, page 1, and
     # what the big project costs against the small one.
-    scale = paired_ratio(by_name[f"list {big} p1"], by_name[f"list {small} p1"])
+    scale = ratio(by_name[f"list {big} p1"], by_name[f"list {small} p1"])
     print(
         f"bench: list/bare {small}={ratios[f'list {small} p1']:.2f} "
         f"{big}={ratios[f'list {big} p1']:.2f} list{big}/list{small}={scale:.2f}"
