@@ -38,6 +38,8 @@ logger = logging.getLogger("collab.ratelimit")
 
 STATUS_PATH = "/v1/rate_limit"
 SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
+# The API's own documentation is public and static: not counted, no headers.
+DOCUMENT_PATHS = ("/v1/schema", "/v1/docs")
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,11 @@ class RateLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not (settings.RATE_LIMIT_ENABLED and request.path.startswith(API_PREFIX)):
+        if (
+            not settings.RATE_LIMIT_ENABLED
+            or not request.path.startswith(API_PREFIX)
+            or request.path in DOCUMENT_PATHS
+        ):
             return self.get_response(request)
         identity = request_identity(request)
         if identity.is_account:
