@@ -30,7 +30,7 @@ COPY . .
 # Production settings need a SECRET_KEY even to collect static files; this one is used for
 # nothing else and never reaches a running container.
 RUN SECRET_KEY=collectstatic-only-not-a-runtime-secret python manage.py collectstatic --noinput \
-    && mkdir -p /app/var \
+    && mkdir -p /app/var/git \
     && chown -R collab:collab /app/var
 
 USER collab
@@ -41,4 +41,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "scripts/healthcheck.py"]
 
-CMD ["sh", "-c", "exec gunicorn collab.wsgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class gthread --threads 8 --worker-tmp-dir /dev/shm --access-logfile - --log-level warning"]
+CMD ["sh", "-c", "exec gunicorn collab.asgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class uvicorn_worker.UvicornWorker --worker-tmp-dir /dev/shm --access-logfile - --log-level warning"]

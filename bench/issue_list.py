@@ -9,12 +9,13 @@ postgres://postgres@127.0.0.1:5432/collab_bench; the database is created when mi
 migrated), Redis from REDIS_URL (default redis://127.0.0.1:6379/0). Two projects are seeded with
 ``seed_demo`` unless they hold their issues already: one of --issues and one of --small.
 
-It starts gunicorn as production does (collab.wsgi, production settings plus the baseline's
-route from bench/settings.py, 2 workers, gthread, rate limiter off), then drives each endpoint
-for --duration seconds in all, split into --rounds turns taken in order (each list right after
-its baseline), with wrk (``apt-get install -y wrk``) or, without wrk, a pool of Python threads
-that also stops after --requests. SQL queries per request are counted once per endpoint through
-Django's test client, where the API's rows and total are also checked against the baseline's.
+It starts gunicorn as production does (collab.asgi with uvicorn workers, production settings
+plus the baseline's route from bench/settings.py, 2 workers of 8 threads, rate limiter off),
+then drives each endpoint for --duration seconds in all, split into --rounds turns taken in
+order (each list right after its baseline), with wrk (``apt-get install -y wrk``) or, without
+wrk, a pool of Python threads that also stops after --requests. SQL queries per request are
+counted once per endpoint through Django's test client, where the API's rows and total are also
+checked against the baseline's.
 
 Measured, side by side: ``GET /v1/projects/:id/issues?status=open&per_page=50`` pages 1 and 20
 on both projects; the same list with a filter that matches every issue but keeps the kept
@@ -28,30 +29,22 @@ bench/results/issue_list.json. Stops the server it started and revokes its API k
 """
 
 import argparse
-import http.client
-import ipaddress
 import json
 import os
 import platform
-import re
-import secrets
-import shutil
-import signal
-import socket
-import statistics
-import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
-from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import (
+    ROOT,
+    Server,
+    database_ensure,
+    environment_configure,
+    load_generator,
+)
+
 RESULTS = ROOT / "bench" / "results" / "issue_list.json"
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/collab_bench"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 WORKSPACE = "Bench"
 # Matches every issue, and, like any parameter besides status, sort, page and per_page, makes
 # the list count its rows instead of reading the per-status counters. On created_at, so the
@@ -66,7 +59,7 @@ FRESH_CONNECTION = {"Connection": "close"}
 
 def main() -> int:
     args = parse_args()
-    environment = configure_environment(args)
+    environment = configure_environment()
     database_ensure(os.environ["DATABASE_URL"])
 
     sys.path.insert(0, str(ROOT))
@@ -86,7 +79,10 @@ def main() -> int:
         count_queries(cases, plaintext)
         server = Server(environment, workers=args.workers, threads=args.threads)
         server.start()
-        load = Wrk(args) if shutil.which("wrk") and not args.python_load else ThreadLoad(args)
+        server.wait_ready()
+        load = load_generator(
+            connections=args.connections, requests=args.requests, python=args.python_load
+        )
         # The measurements take turns, round after round, each list right after its baseline,
         # so whatever else the machine is doing weighs on all of them alike (see report()).
         seconds = args.duration / args.rounds
@@ -94,7 +90,9 @@ def main() -> int:
             for item in cases:
                 url = f"{server.base}{item['path']}"
                 headers = {**item["headers"](plaintext), **FRESH_CONNECTION}
-                result = load.run(url, headers, seconds, warm=round_ == 1)
+                if round_ == 1:
+                    load.warm(url, headers)
+                result = load.run(url, headers, seconds)
                 item.setdefault("rounds", []).append(result)
                 print(
                     f"  round {round_}/{args.rounds} {item['name']:<24} "
@@ -137,51 +135,9 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def configure_environment(args) -> dict:
-    """The environment of this process and of the server: production settings on loopback."""
-    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-    os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        require_loopback(name, os.environ[name])
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "bench.settings",
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-            "DEBUG": "0",
-            "SECURE_SSL_REDIRECT": "0",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "RATE_LIMIT_ENABLED": "0",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    return dict(os.environ)
-
-
-def require_loopback(name: str, url: str) -> None:
-    host = urlparse(url).hostname or "localhost"
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        sys.exit(f"{name} must point at this machine (127.0.0.1 or localhost), not {host}.")
-
-
-def database_ensure(url: str) -> None:
-    """Create the benchmark database when it is missing."""
-    import psycopg
-    from psycopg import sql
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    maintenance = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(maintenance, autocommit=True) as connection:
-        exists = connection.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
-        ).fetchone()
-        if not exists:
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            print(f"Created database {name}.")
+def configure_environment() -> dict:
+    """Production settings plus the baseline's route, the rate limiter off."""
+    return environment_configure("bench.settings", RATE_LIMIT_ENABLED="0")
 
 
 def seed(issues: int, batch_size: int) -> dict:
@@ -300,180 +256,12 @@ def count_queries(cases: list[dict], token: str) -> None:
             raise SystemExit(f"{item['name']} and {item['baseline']} disagree.")
 
 
-class Server:
-    """gunicorn as production runs it, on a free loopback port."""
-
-    def __init__(self, environment: dict, *, workers: int, threads: int):
-        self.environment = environment
-        self.workers = workers
-        self.threads = threads
-        self.process = None
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        command = [
-            str(Path(sys.executable).parent / "gunicorn"),
-            "collab.wsgi",
-            "--chdir",
-            str(ROOT),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(self.workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(self.threads),
-            "--log-level",
-            "warning",
-        ]
-        self.process = subprocess.Popen(command, env=self.environment, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {self.process.returncode}.")
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", "/readyz")
-                if connection.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit("gunicorn did not become ready in 30 s.")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def best_round(rounds: list[dict]) -> dict:
     """The round of highest throughput, with the requests and throughput of every round."""
     best = dict(max(rounds, key=lambda result: result["requests_per_second"]))
     best["requests"] = sum(result["requests"] for result in rounds)
     best["rounds_requests_per_second"] = [result["requests_per_second"] for result in rounds]
     return best
-
-
-class Wrk:
-    name = "wrk"
-    UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
-
-    def __init__(self, args):
-        self.connections = args.connections
-
-    def run(self, url: str, headers: dict, seconds: float, *, warm: bool) -> dict:
-        header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
-        if warm:
-            # The first requests open connections and fill the caches.
-            self._wrk(url, header_args, 1)
-        output = self._wrk(url, header_args, seconds)
-        failures = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-        errors = re.search(r"Socket errors: (.*)", output)
-        if failures or errors:
-            raise SystemExit(f"wrk saw failures on {url}:\n{output}")
-        latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
-        return {
-            "requests": int(re.search(r"(\d+) requests in", output).group(1)),
-            "requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-            "p50_ms": self._ms(latency["50"]),
-            "p99_ms": self._ms(latency["99"]),
-        }
-
-    def _wrk(self, url: str, header_args: list[str], seconds: float) -> str:
-        command = [
-            "wrk",
-            "--threads",
-            "1",
-            "--connections",
-            str(self.connections),
-            "--duration",
-            f"{max(1, round(seconds))}s",
-            "--timeout",
-            "10s",
-            "--latency",
-            *header_args,
-            url,
-        ]
-        return subprocess.run(
-            command, capture_output=True, text=True, check=True, timeout=seconds + 30
-        ).stdout
-
-    def _ms(self, text: str) -> float:
-        number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
-        return round(float(number) * self.UNITS[unit], 2)
-
-
-class ThreadLoad:
-    """Without wrk: ``connections`` threads with keep-alive connections, together sending at
-    most ``requests`` requests per measurement and stopping after its seconds."""
-
-    name = "python threads"
-
-    def __init__(self, args):
-        self.connections = args.connections
-        self.requests = args.requests
-
-    def run(self, url: str, headers: dict, seconds: float, *, warm: bool) -> dict:
-        if warm:
-            # The first requests open connections and fill the caches.
-            self._drive(url, headers, 1, self.connections * 5)
-        return self._drive(url, headers, seconds, self.requests)
-
-    def _drive(self, url: str, headers: dict, seconds: float, requests: int) -> dict:
-        parsed = urlparse(url)
-        target = f"{parsed.path}?{parsed.query}"
-        remaining = [requests]
-        lock = threading.Lock()
-        latencies: list[float] = []
-        deadline = time.monotonic() + seconds
-
-        def worker():
-            connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
-            mine = []
-            while time.monotonic() < deadline:
-                with lock:
-                    if remaining[0] <= 0:
-                        break
-                    remaining[0] -= 1
-                started = time.perf_counter()
-                connection.request("GET", target, headers=headers)
-                response = connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"{url} answered {response.status}")
-                mine.append(time.perf_counter() - started)
-            connection.close()
-            with lock:
-                latencies.extend(mine)
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(self.connections) as pool:
-            for future in [pool.submit(worker) for _ in range(self.connections)]:
-                future.result()
-        elapsed = time.perf_counter() - started
-        latencies.sort()
-        return {
-            "requests": len(latencies),
-            "requests_per_second": round(len(latencies) / elapsed, 1),
-            "p50_ms": round(statistics.median(latencies) * 1000, 2),
-            "p99_ms": round(
-                latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, 2
-            ),
-        }
 
 
 def ratio(item: dict, baseline: dict) -> float:

@@ -8,8 +8,8 @@ Everything stays on loopback. PostgreSQL comes from DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/collab_bench; created when missing, then migrated) and
 Redis from REDIS_URL (default redis://127.0.0.1:6379/0).
 
-Three gunicorn servers run as production does (production settings, 2 workers x 8 threads,
-gthread), alike but for the limiter: off (``RATE_LIMIT_ENABLED=0``), on Redis (one Lua script
+Three gunicorn servers run as production does (collab.asgi, production settings, 2 workers
+x 8 threads), alike but for the limiter: off (``RATE_LIMIT_ENABLED=0``), on Redis (one Lua script
 per request) and on the database counter (one PostgreSQL upsert per request). Each is driven on
 ``GET /v1/users/me`` with an API key for --duration seconds by wrk when installed
 (``apt-get install -y wrk``), else by Python threads bounded by --requests, in --rounds rounds
@@ -19,28 +19,17 @@ Writes bench/results/ratelimit.json; stops its servers and revokes its key.
 """
 
 import argparse
-import http.client
-import ipaddress
 import json
 import os
-import re
 import secrets
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
-from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, Server, database_ensure, environment_configure, load_generator
+
 RESULTS = ROOT / "bench" / "results" / "ratelimit.json"
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/collab_bench"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 PATH = "/v1/users/me"
 EMAIL = "ratelimit-bench@example.com"
 CONFIGS = {
@@ -62,38 +51,13 @@ def parse_args() -> argparse.Namespace:
 
 
 def configure_environment() -> dict:
-    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-    os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        host = urlparse(os.environ[name]).hostname or "localhost"
-        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
-            raise SystemExit(f"{name} must point at loopback; got {host}.")
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "collab.settings.production",
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-            "DEBUG": "0",
-            "SECURE_SSL_REDIRECT": "0",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "LOG_LEVEL": "WARNING",
-            "PYTHONWARNINGS": "ignore:No directory at",  # static files are not collected
-            # High enough that no request is refused: every one does the full work.
-            "RATE_LIMIT_STANDARD": str(10**9),
-            "RATE_LIMIT_KEY_PREFIX": f"bench:{secrets.token_hex(6)}:",
-        }
+    return environment_configure(
+        "collab.settings.production",
+        PYTHONWARNINGS="ignore:No directory at",  # static files are not collected
+        # High enough that no request is refused: every one does the full work.
+        RATE_LIMIT_STANDARD=str(10**9),
+        RATE_LIMIT_KEY_PREFIX=f"bench:{secrets.token_hex(6)}:",
     )
-    return dict(os.environ)
-
-
-def database_ensure(url: str) -> None:
-    import psycopg
-
-    name = urlparse(url).path.lstrip("/")
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-        if exists.fetchone() is None:
-            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def api_key_create():
@@ -106,147 +70,6 @@ def api_key_create():
             email=EMAIL, password=secrets.token_urlsafe(16), workspace_name="Rate limit bench"
         )
     return services.api_key_create(user=user, name="bench", scopes=["users:read"])
-
-
-class Server:
-    """gunicorn on a free loopback port, as production runs it."""
-
-    def __init__(self, environment: dict):
-        self.environment = environment
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        command = [str(Path(sys.executable).parent / "gunicorn"), "collab.wsgi"]
-        command += ["--chdir", str(ROOT), "--bind", f"127.0.0.1:{self.port}"]
-        command += ["--workers", "2", "--worker-class", "gthread", "--threads", "8"]
-        command += ["--log-level", "warning"]
-        self.process = subprocess.Popen(command, env=self.environment, start_new_session=True)
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {self.process.returncode}.")
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", "/readyz")
-                if connection.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit("gunicorn did not become ready in 30 s.")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Wrk:
-    name = "wrk"
-    UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
-
-    def __init__(self, args):
-        self.duration, self.connections = args.duration, args.connections
-
-    def run(self, url: str, headers: dict) -> dict:
-        header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
-        output = self._wrk(url, header_args, self.duration)
-        if re.search(r"Non-2xx or 3xx responses: (\d+)", output) or "Socket errors" in output:
-            raise SystemExit(f"wrk saw failures on {url}:\n{output}")
-        latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
-        return {
-            "requests": int(re.search(r"(\d+) requests in", output).group(1)),
-            "requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-            "p50_ms": self._ms(latency["50"]),
-            "p99_ms": self._ms(latency["99"]),
-        }
-
-    def warm(self, url: str, headers: dict) -> None:
-        header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
-        self._wrk(url, header_args, 1)
-
-    def _wrk(self, url: str, header_args: list[str], seconds: int) -> str:
-        command = ["wrk", "--threads", "1", "--connections", str(self.connections)]
-        command += ["--duration", f"{seconds}s", "--timeout", "10s", "--latency", *header_args]
-        return subprocess.run(
-            [*command, url], capture_output=True, text=True, check=True, timeout=seconds + 30
-        ).stdout
-
-    def _ms(self, text: str) -> float:
-        number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
-        return round(float(number) * self.UNITS[unit], 3)
-
-
-class ThreadLoad:
-    """``connections`` threads on keep-alive connections, at most ``requests`` requests in all,
-    for at most ``duration`` seconds."""
-
-    name = "python threads"
-
-    def __init__(self, args):
-        self.duration, self.connections, self.requests = (
-            args.duration,
-            args.connections,
-            args.requests,
-        )
-
-    def warm(self, url: str, headers: dict) -> None:
-        self._drive(url, headers, seconds=1, budget=500)
-
-    def run(self, url: str, headers: dict) -> dict:
-        latencies, elapsed = self._drive(url, headers, self.duration, self.requests)
-        return {
-            "requests": len(latencies),
-            "requests_per_second": round(len(latencies) / elapsed, 1),
-            "p50_ms": round(statistics.median(latencies) * 1000, 3),
-            "p99_ms": round(latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000, 3),
-        }
-
-    def _drive(self, url: str, headers: dict, seconds: float, budget: int):
-        parsed = urlparse(url)
-        remaining, lock, latencies = [budget], threading.Lock(), []
-        deadline = time.monotonic() + seconds
-
-        def worker():
-            connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
-            mine = []
-            while time.monotonic() < deadline:
-                with lock:
-                    if remaining[0] <= 0:
-                        break
-                    remaining[0] -= 1
-                started = time.perf_counter()
-                connection.request("GET", parsed.path, headers=headers)
-                response = connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise SystemExit(f"{url} answered {response.status}")
-                mine.append(time.perf_counter() - started)
-            connection.close()
-            with lock:
-                latencies.extend(mine)
-
-        threads = [threading.Thread(target=worker) for _ in range(self.connections)]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return sorted(latencies), time.perf_counter() - started
 
 
 def time_counter_calls(calls: int) -> dict[str, float]:
@@ -284,7 +107,9 @@ def main() -> int:
     started = time.monotonic()
     call_command("migrate", verbosity=0)
     api_key, plaintext = api_key_create()
-    load = Wrk(args) if shutil.which("wrk") and not args.python_load else ThreadLoad(args)
+    load = load_generator(
+        connections=args.connections, requests=args.requests, python=args.python_load
+    )
     headers = {"Authorization": f"Bearer {plaintext}"}
     servers = {name: Server({**environment, **extra}) for name, extra in CONFIGS.items()}
     runs: dict[str, list[dict]] = {name: [] for name in CONFIGS}
@@ -299,7 +124,7 @@ def main() -> int:
             order = list(CONFIGS) if round_number % 2 == 0 else list(reversed(CONFIGS))
             for name in order:
                 url = f"http://127.0.0.1:{servers[name].port}{PATH}"
-                runs[name].append(load.run(url, headers))
+                runs[name].append(load.run(url, headers, args.duration))
     finally:
         for server in servers.values():
             server.stop()

@@ -5,14 +5,15 @@ costs the same three queries as a page of 5, and no model instances are built fo
 """
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
+from collab.api.renderers import iso_z
 from projects.models import Project
 from projects.selectors import project_visibility_q
 
-from .models import Issue, IssueHistory, IssueStatusCount, Label
+from .models import Issue, IssueHistory, IssueStatusCount, Label, Status
 
 ISSUE_FIELDS = (
     "id",
@@ -77,14 +78,18 @@ def issue_attach_labels(rows: list[dict]) -> list[dict]:
 
 def issue_record(issue: Issue) -> dict:
     """One issue as plain JSON values: for responses, history and event payloads alike."""
-    row = issue_rows(Issue.objects.filter(pk=issue.pk))[0]
-    return {
-        name: iso_z(value) if isinstance(value, datetime) else value for name, value in row.items()
-    }
+    return issue_records(Issue.objects.filter(pk=issue.pk))[0]
 
 
-def iso_z(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+def issue_records(queryset) -> list[dict]:
+    """``issue_record`` of every issue of a (sliced) queryset, in two queries."""
+    return [
+        {
+            name: iso_z(value) if isinstance(value, datetime) else value
+            for name, value in row.items()
+        }
+        for row in issue_rows(queryset)
+    ]
 
 
 def issue_count(*, project_ids: QuerySet | list[int], statuses: list[str] | None) -> int:
@@ -95,6 +100,25 @@ def issue_count(*, project_ids: QuerySet | list[int], statuses: list[str] | None
     # Summed here: at most three rows per project, and a plain SELECT costs less than an
     # aggregate to build on every list request.
     return sum(counts.values_list("count", flat=True))
+
+
+def project_issue_counts() -> dict:
+    """A project's kept counters, one per status, as expressions over the project's row: a
+    ``ProjectLookup`` reads them in the project's own query (``project_issue_count``)."""
+    return {
+        f"issues_{status}": Subquery(
+            IssueStatusCount.objects.filter(project=OuterRef("pk"), status=status).values("count")[
+                :1
+            ]
+        )
+        for status in Status.values
+    }
+
+
+def project_issue_count(project: Project, *, statuses: list[str] | None) -> int:
+    """Exact number of the project's issues (in these statuses), from the counters read with
+    it through ``project_issue_counts``."""
+    return sum(getattr(project, f"issues_{status}") or 0 for status in statuses or Status.values)
 
 
 def issue_history(*, issue: Issue) -> QuerySet:

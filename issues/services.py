@@ -6,12 +6,15 @@ advanced with ``UPDATE ... RETURNING``: concurrent creates queue on that row and
 the next number, with no gaps and no duplicates.
 """
 
-from django.db import IntegrityError, connection, transaction
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
 from accounts.models import User
 from collab.api.exceptions import NotFound, ValidationFailed
+from collab.sequences import sequence_next
 from notifications.services import diff, event_record
 from projects.models import Project
 
@@ -24,27 +27,9 @@ from .models import (
     Label,
     Status,
 )
-from .selectors import assignee_allowed, issue_record
+from .selectors import assignee_allowed, issue_record, issue_records
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
-
-
-def _next_number(project_id: int) -> int:
-    # The table name is the model's own, not input; the value goes as a parameter.
-    sql = (
-        f"UPDATE {IssueSequence._meta.db_table} SET last_number = last_number + 1 "  # noqa: S608
-        "WHERE project_id = %s RETURNING last_number"
-    )
-    for _ in range(2):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [project_id])
-            row = cursor.fetchone()
-        if row is not None:
-            return row[0]
-        IssueSequence.objects.bulk_create(
-            [IssueSequence(project_id=project_id, last_number=0)], ignore_conflicts=True
-        )
-    raise RuntimeError(f"Could not allocate an issue number in project {project_id}.")
 
 
 def _adjust_counts(project_id: int, deltas: dict[str, int]) -> None:
@@ -144,7 +129,7 @@ def issue_create(*, project: Project, actor: User | None, data: dict) -> Issue:
         priority = data.get("priority") or Issue._meta.get_field("priority").default
         issue = Issue.objects.create(
             project=project,
-            number=_next_number(project.pk),
+            number=sequence_next(IssueSequence, parent_field="project", parent_id=project.pk),
             title=data["title"],
             description=data.get("description") or "",
             type=data.get("type") or Issue._meta.get_field("type").default,
@@ -310,6 +295,7 @@ def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
             after = {name: getattr(label, name) for name in ("name", "color", "description")}
             changes = diff(before, after)
             if changes:
+                renamed = _label_issues_touch(label) if "name" in changes else None
                 label.save()
                 event_record(
                     type="label.updated",
@@ -319,6 +305,15 @@ def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
                     data={"label": _label_payload(label)},
                     changes=changes,
                 )
+                if renamed:
+                    _record_label_change(
+                        label.project,
+                        *renamed,
+                        actor=actor,
+                        previous=lambda names: [
+                            before["name"] if name == label.name else name for name in names
+                        ],
+                    )
     except IntegrityError:
         raise ValidationFailed.field("name", "A label with this name exists already.") from None
     return label
@@ -333,4 +328,63 @@ def label_delete(*, label: Label, actor: User | None) -> None:
             actor=actor,
             data={"label": _label_payload(label)},
         )
+        project, name = label.project, label.name
+        touched = _label_issues_touch(label)
         label.delete()
+        _record_label_change(project, *touched, actor=actor, previous=lambda names: [*names, name])
+
+
+# Issues whose history rows and events are written per query batch.
+LABEL_CHANGE_BATCH = 500
+
+
+def _label_issues_touch(label: Label) -> tuple[list[int], datetime]:
+    """Mark now as the update time of every issue carrying the label, before the label itself
+    changes: issue edits lock the issue, then the labels they set, so taking the issues first
+    keeps a concurrent edit and this change from waiting on each other."""
+    issue_ids = list(label.issues.order_by("pk").values_list("pk", flat=True))
+    now = timezone.now()
+    for start in range(0, len(issue_ids), LABEL_CHANGE_BATCH):
+        batch = issue_ids[start : start + LABEL_CHANGE_BATCH]
+        Issue.objects.filter(pk__in=batch).update(updated_at=now)
+    return issue_ids, now
+
+
+def _record_label_change(
+    project: Project, issue_ids: list[int], now: datetime, *, actor, previous
+) -> None:
+    """A label renamed or deleted changed the labels of every issue carrying it: each gets its
+    ``labels`` history row and its ``issue.updated`` event, as if edited one by one.
+
+    ``previous(names)`` gives an issue's label names before the change from those after it.
+    Called inside the label's transaction, once the label is changed; costs a few queries
+    per LABEL_CHANGE_BATCH issues plus one insert per event.
+    """
+    for start in range(0, len(issue_ids), LABEL_CHANGE_BATCH):
+        batch = issue_ids[start : start + LABEL_CHANGE_BATCH]
+        records = issue_records(Issue.objects.filter(pk__in=batch).order_by("pk"))
+        history = []
+        for record in records:
+            change = {
+                "previous": sorted(previous(record["labels"])),
+                "current": sorted(record["labels"]),
+            }
+            history.append(
+                IssueHistory(
+                    issue_id=record["id"],
+                    field="labels",
+                    old_value=change["previous"],
+                    new_value=change["current"],
+                    actor=actor,
+                    created_at=now,
+                )
+            )
+            event_record(
+                type="issue.updated",
+                workspace_id=project.workspace_id,
+                project_id=project.pk,
+                actor=actor,
+                data={"issue": record},
+                changes={"labels": change},
+            )
+        IssueHistory.objects.bulk_create(history)

@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from functools import partial
 
 from django.http import Http404
@@ -5,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
 from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from projects.selectors import ProjectLookup
 
 from . import selectors, services
 from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
@@ -24,20 +26,19 @@ class IssueListMixin:
 
     counter_params: frozenset[str] = COUNTER_PARAMS
 
-    def list_response(self, queryset, *, project_ids):
+    def list_response(self, queryset, *, kept_count: Callable[[list[str]], int]):
+        """``kept_count(statuses)``: the exact total from the counters, for these statuses
+        (all of them when empty), used when only counter parameters are given."""
         queryset = self.filter_queryset(queryset).values(*selectors.ISSUE_FIELDS)
-        self.page_counter = partial(self._count, project_ids=project_ids)
+        self.page_counter = partial(self._count, kept_count=kept_count)
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(selectors.issue_attach_labels(page))
 
-    def _count(self, queryset, *, project_ids) -> int:
+    def _count(self, queryset, *, kept_count) -> int:
         params = self.request.query_params
         if not set(params) <= self.counter_params:
             return queryset.count()
-        statuses = [status for status in params.get("status", "").split(",") if status]
-        if params.get("project_id"):
-            project_ids = project_ids.filter(pk=int(params["project_id"]))
-        return selectors.issue_count(project_ids=project_ids, statuses=statuses)
+        return kept_count([status for status in params.get("status", "").split(",") if status])
 
 
 class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
@@ -46,13 +47,15 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
     scope_group = "issues"
     queryset = Issue.objects.none()
     filterset_class = IssueFilter
+    # The list's total comes from the counters, read in the project's own query.
+    project_lookup = ProjectLookup(annotations=selectors.project_issue_counts())
 
     @extend_schema(responses={200: IssueSerializer(many=True)})
     def list(self, request, project_id=None):
         project = self.get_project()
         return self.list_response(
             selectors.issue_list(user=request.user, project=project),
-            project_ids=[project.pk],
+            kept_count=lambda statuses: selectors.project_issue_count(project, statuses=statuses),
         )
 
     @extend_schema(request=IssueInputSerializer, responses={201: IssueSerializer})
@@ -71,12 +74,15 @@ class IssueViewSet(IssueListMixin, ApiViewSet):
     filterset_class = GlobalIssueFilter
     counter_params = GLOBAL_COUNTER_PARAMS
 
+    def _kept(self, statuses: list[str]) -> int:
+        project_ids = selectors.visible_projects(user=self.request.user)
+        if self.request.query_params.get("project_id"):
+            project_ids = project_ids.filter(pk=int(self.request.query_params["project_id"]))
+        return selectors.issue_count(project_ids=project_ids, statuses=statuses)
+
     @extend_schema(responses={200: IssueSerializer(many=True)})
     def list(self, request):
-        return self.list_response(
-            selectors.issue_list(user=request.user),
-            project_ids=selectors.visible_projects(user=request.user),
-        )
+        return self.list_response(selectors.issue_list(user=request.user), kept_count=self._kept)
 
     def get_issue(self, pk) -> Issue:
         issue = selectors.issue_get(user=self.request.user, issue_id=pk)

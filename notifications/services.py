@@ -1,8 +1,37 @@
-"""The one API every app uses to record what happened."""
+"""The event log, and the webhooks that deliver it.
 
+Flow of one change: a service calls ``event_record`` inside its transaction; after commit the
+event is handed to the fan-out task (and the stream is woken). The fan-out makes one delivery
+row per subscribed webhook, each with a stable uuid, and queues the sends. A send claims its
+delivery with a conditional UPDATE (a lease), posts the signed bytes, logs the attempt, and
+either finishes the delivery or sets when it is due again. ``deliveries_sweep``, run by beat,
+picks up whatever a broker outage or a killed worker left behind: events never fanned out,
+deliveries due with no task on their way.
+"""
+
+import logging
+import random
+import secrets
+import time
+from datetime import timedelta
+from functools import partial
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError
 
-from .models import Event
+from collab.api.exceptions import Conflict, ValidationFailed
+from collab.api.renderers import dumps, iso_z
+from collab.netguard import UnsafeAddress, resolve
+
+from . import crypto, signing, stream, transport
+from .catalogue import DIRECT_KINDS, kind_matches, unknown_patterns
+from .models import Delivery, DeliveryAttempt, Event, EventLogState, Webhook
+
+logger = logging.getLogger("collab.webhooks")
 
 
 def event_record(
@@ -17,11 +46,12 @@ def event_record(
     """Append an event to the durable log, inside the caller's transaction.
 
     Services call it from within their ``transaction.atomic()`` block so that the event
-    exists if and only if the change it describes was committed.
+    exists if and only if the change it describes was committed. Its webhooks are dispatched
+    after commit.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_record() must run inside the transaction of the change.")
-    return Event.objects.create(
+    event = Event.objects.create(
         type=type,
         workspace_id=workspace_id,
         project_id=project_id,
@@ -29,6 +59,8 @@ def event_record(
         data=data,
         changes=changes,
     )
+    transaction.on_commit(partial(_event_committed, event.pk))
+    return event
 
 
 def diff(before: dict, after: dict) -> dict:
@@ -38,3 +70,433 @@ def diff(before: dict, after: dict) -> dict:
         for name, value in after.items()
         if before.get(name) != value
     }
+
+
+def _event_committed(event_id: int) -> None:
+    from .tasks import event_fanout
+
+    _enqueue(event_fanout, event_id=event_id)
+    stream.wake(event_id)
+
+
+def _enqueue(task, countdown: float | None = None, **kwargs) -> bool:
+    """Queue a task, or leave the work to the sweeper when the broker cannot take it.
+
+    The change is committed already: failing the request would not undo it, and the row the
+    task would act on (an event not yet dispatched, a delivery due) is what the sweeper reads.
+    """
+    try:
+        task.apply_async(kwargs=kwargs, countdown=countdown)
+        return True
+    except (OperationalError, OSError) as exc:
+        logger.warning("Could not queue %s(%s); the sweeper will: %s", task.name, kwargs, exc)
+        return False
+
+
+# Webhooks ----------------------------------------------------------------------------------
+
+
+def webhook_record(webhook: Webhook) -> dict:
+    """A webhook as the API shows it: never its secret."""
+    iso = iso_z
+    return {
+        "id": webhook.pk,
+        "project_id": webhook.project_id,
+        "url": webhook.url,
+        "events": list(webhook.events),
+        "description": webhook.description,
+        "active": webhook.is_active,
+        "disabled_reason": webhook.disabled_reason,
+        "failing_since": iso(webhook.failing_since),
+        "last_delivery_at": iso(webhook.last_delivery_at),
+        "created_at": iso(webhook.created_at),
+        "updated_at": iso(webhook.updated_at),
+    }
+
+
+def webhook_url_check(url: str) -> None:
+    """422 unless ``url`` is an http(s) URL whose host resolves to public addresses only."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationFailed.field("url", "Give an http:// or https:// URL with a host.")
+    if parts.username or parts.password:
+        raise ValidationFailed.field(
+            "url", "Credentials in the URL are not accepted; the secret signs deliveries."
+        )
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        resolve(parts.hostname, port)
+    except ValueError:
+        raise ValidationFailed.field("url", "The port is not valid.") from None
+    except UnsafeAddress as exc:
+        raise ValidationFailed.field("url", str(exc)) from None
+
+
+def _events_check(events: list[str]) -> list[str]:
+    unknown = unknown_patterns(events)
+    if unknown:
+        raise ValidationFailed.field(
+            "events",
+            f"Unknown event kinds: {', '.join(unknown)}. See GET /v1/events/kinds; "
+            "'*' subscribes to every kind.",
+        )
+    return list(dict.fromkeys(events))
+
+
+def webhook_create(*, project, actor, data: dict) -> tuple[Webhook, str | None]:
+    """Register a webhook. Returns it and, when the caller gave none, the secret made for it
+    (shown once, in the creation's answer)."""
+    webhook_url_check(data["url"])
+    events = _events_check(data["events"])
+    generated = None
+    secret = data.get("secret")
+    if not secret:
+        secret = generated = "whsk_" + secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        webhook = Webhook.objects.create(
+            project=project,
+            url=data["url"],
+            events=events,
+            secret_encrypted=crypto.secret_encrypt(secret),
+            description=data.get("description") or "",
+            created_by=actor,
+            created_at=now,
+            updated_at=now,
+        )
+        event_record(
+            type="webhook.created",
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+            data={"webhook": webhook_record(webhook)},
+        )
+    return webhook, generated
+
+
+def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
+    if "url" in data:
+        webhook_url_check(data["url"])
+    with transaction.atomic():
+        webhook = Webhook.objects.select_for_update().get(pk=webhook.pk)
+        before = webhook_record(webhook)
+        if "url" in data:
+            webhook.url = data["url"]
+        if "events" in data:
+            webhook.events = _events_check(data["events"])
+        if "description" in data:
+            webhook.description = data["description"] or ""
+        if "active" in data and data["active"] != webhook.is_active:
+            webhook.is_active = data["active"]
+            # Switched back on by hand: its failures so far no longer count towards disabling.
+            webhook.disabled_reason = ""
+            webhook.failing_since = None
+        secret_changed = bool(data.get("secret"))
+        if secret_changed:
+            webhook.secret_encrypted = crypto.secret_encrypt(data["secret"])
+        changes = diff(before, webhook_record(webhook))
+        changes.pop("updated_at", None)
+        if secret_changed:
+            changes["secret"] = {"previous": "[hidden]", "current": "[hidden]"}
+        if changes:
+            webhook.updated_at = timezone.now()
+            webhook.save()
+            event_record(
+                type="webhook.updated",
+                workspace_id=webhook.project.workspace_id,
+                project_id=webhook.project_id,
+                actor=actor,
+                data={"webhook": webhook_record(webhook)},
+                changes=changes,
+            )
+    return webhook
+
+
+def webhook_delete(*, webhook: Webhook, actor) -> None:
+    with transaction.atomic():
+        event_record(
+            type="webhook.deleted",
+            workspace_id=webhook.project.workspace_id,
+            project_id=webhook.project_id,
+            actor=actor,
+            data={"webhook": webhook_record(webhook)},
+        )
+        webhook.delete()
+
+
+def webhook_ping(*, webhook: Webhook, actor) -> Delivery:
+    """Send ``webhook.ping`` to this webhook alone (whatever it subscribes to, even disabled:
+    it is how a receiver is tested before the hook is switched back on)."""
+    with transaction.atomic():
+        event = event_record(
+            type="webhook.ping",
+            workspace_id=webhook.project.workspace_id,
+            project_id=webhook.project_id,
+            actor=actor,
+            data={"webhook": webhook_record(webhook), "zen": "Deliveries are signed; verify."},
+        )
+        delivery = Delivery.objects.create(webhook=webhook, event=event)
+        Event.objects.filter(pk=event.pk).update(dispatched_at=timezone.now())
+        _send_after_commit([delivery.pk])
+    return delivery
+
+
+def delivery_redeliver(*, delivery: Delivery, actor) -> Delivery:
+    """A new delivery (a new uuid) of the same event to the same webhook, sent at once."""
+    webhook = delivery.webhook
+    if not webhook.is_active:
+        raise Conflict(
+            "This webhook is disabled: switch it back on (PATCH active=true) first.",
+            details={"webhook_active": False},
+        )
+    with transaction.atomic():
+        copy = Delivery.objects.create(
+            webhook=webhook, event_id=delivery.event_id, redelivery_of=delivery
+        )
+        _send_after_commit([copy.pk])
+    return copy
+
+
+# Fan-out and sending -----------------------------------------------------------------------
+
+
+def _send_after_commit(delivery_ids: list[int]) -> None:
+    from .tasks import webhook_deliver
+
+    def send():
+        for delivery_id in delivery_ids:
+            _enqueue(webhook_deliver, delivery_id=delivery_id)
+
+    if delivery_ids:
+        transaction.on_commit(send)
+
+
+def event_fanout(*, event_id: int) -> list[int]:
+    """One delivery per active webhook of the event's project that wants its kind.
+
+    Safe to run twice, even at once: the event row is locked and ``dispatched_at`` checked,
+    and a delivery is unique per (webhook, event). Returns the ids of the deliveries made.
+    """
+    with transaction.atomic():
+        event = (
+            Event.objects.select_for_update()
+            .filter(pk=event_id, dispatched_at__isnull=True)
+            .first()
+        )
+        if event is None:
+            return []
+        hooks = []
+        if event.project_id is not None and event.type not in DIRECT_KINDS:
+            hooks = [
+                hook
+                for hook in Webhook.objects.filter(project_id=event.project_id, is_active=True)
+                if kind_matches(event.type, hook.events)
+            ]
+        Delivery.objects.bulk_create(
+            [Delivery(webhook=hook, event=event) for hook in hooks], ignore_conflicts=True
+        )
+        Event.objects.filter(pk=event.pk).update(dispatched_at=timezone.now())
+        ids = list(
+            Delivery.objects.filter(event=event, attempts=0, redelivery_of__isnull=True)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        _send_after_commit(ids)
+    return ids
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before the next try after ``attempt`` failed: exponential, with jitter.
+
+    With the defaults (15 s doubling, capped at 4 h, 15 attempts) the last try comes about a
+    day after the first.
+    """
+    base = settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+    return min(base, settings.WEBHOOK_RETRY_MAX_SECONDS) * random.uniform(0.8, 1.2)  # noqa: S311
+
+
+def delivery_send(*, delivery_id: int) -> Delivery | None:
+    """Claim the delivery if it is due and nobody holds it, POST it once, record the outcome.
+
+    Returns None when there was nothing to do (done already, not due, or claimed by another
+    worker), so a task run twice sends once.
+    """
+    now = timezone.now()
+    lease = now + timedelta(
+        seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS
+    )
+    claimed = (
+        Delivery.objects.filter(
+            pk=delivery_id, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+        )
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .update(claimed_until=lease, attempts=F("attempts") + 1)
+    )
+    if not claimed:
+        return None
+    delivery = Delivery.objects.select_related("webhook", "event").get(pk=delivery_id)
+    webhook, event = delivery.webhook, delivery.event
+    # Serialised once: these bytes are signed and sent, nothing is re-encoded in between.
+    body = dumps(event.as_payload())
+    timestamp = int(time.time())
+    headers = signing.delivery_headers(
+        secret=crypto.secret_decrypt(webhook.secret_encrypted),
+        event_type=event.type,
+        delivery_id=str(delivery.uuid),
+        attempt=delivery.attempts,
+        timestamp=timestamp,
+        body=body,
+    )
+    started = timezone.now()
+    result = transport.post(
+        webhook.url, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
+    )
+    return _delivery_settle(delivery, lease=lease, started=started, headers=headers, result=result)
+
+
+def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> Delivery:
+    now = timezone.now()
+    webhook = delivery.webhook
+    shown_headers = {k: v for k, v in headers.items() if "signature" not in k.lower()}
+    retry_in = None
+    with transaction.atomic():
+        DeliveryAttempt.objects.create(
+            delivery=delivery,
+            number=delivery.attempts,
+            started_at=started,
+            duration_ms=result.duration_ms,
+            status_code=result.status_code,
+            error=result.error,
+            response_excerpt=result.response_excerpt,
+            request_headers=shown_headers,
+        )
+        update = {
+            "claimed_until": None,
+            "last_status_code": result.status_code,
+            "last_error": result.error or ("" if result.ok else f"HTTP {result.status_code}"),
+        }
+        if result.ok:
+            update.update(status=Delivery.Status.SUCCEEDED, completed_at=now)
+        elif result.retryable and delivery.attempts < settings.WEBHOOK_MAX_ATTEMPTS:
+            retry_in = retry_delay(delivery.attempts)
+            update["next_attempt_at"] = now + timedelta(seconds=retry_in)
+        else:
+            update.update(status=Delivery.Status.FAILED, completed_at=now)
+        # Only while our lease holds: past it another worker may have claimed the delivery.
+        Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(**update)
+        for name, value in update.items():
+            setattr(delivery, name, value)
+        _webhook_health(webhook, ok=result.ok, now=now)
+    if retry_in is not None and retry_in <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
+        # Short waits ride the broker; longer ones wait on the row for the sweeper, since a
+        # Redis broker redelivers countdowns past its visibility timeout again and again.
+        from .tasks import webhook_deliver
+
+        _enqueue(webhook_deliver, countdown=retry_in, delivery_id=delivery.pk)
+    return delivery
+
+
+def _webhook_health(webhook: Webhook, *, ok: bool, now) -> None:
+    hooks = Webhook.objects.filter(pk=webhook.pk)
+    if ok:
+        hooks.update(failing_since=None, last_delivery_at=now)
+        return
+    hooks.filter(failing_since__isnull=True).update(failing_since=now)
+    limit = now - timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS)
+    reason = (
+        f"Every delivery failed for {settings.WEBHOOK_DISABLE_AFTER_HOURS} hours; "
+        "switched off. PATCH active=true to switch it back on."
+    )
+    if hooks.filter(is_active=True, failing_since__lte=limit).update(
+        is_active=False, disabled_reason=reason, updated_at=now
+    ):
+        webhook.refresh_from_db()
+        event_record(
+            type="webhook.disabled",
+            workspace_id=webhook.project.workspace_id,
+            project_id=webhook.project_id,
+            actor=None,
+            data={"webhook": webhook_record(webhook), "reason": reason},
+        )
+        from .tasks import webhook_disabled_notify
+
+        transaction.on_commit(partial(_enqueue, webhook_disabled_notify, webhook_id=webhook.pk))
+        logger.warning("Webhook %s disabled after failing since %s", webhook.pk, limit)
+
+
+def deliveries_sweep() -> dict[str, int]:
+    """Hand over what no task is on its way for: events never fanned out (the broker was
+    down at commit), and deliveries due whose send never ran or whose worker died."""
+    now = timezone.now()
+    stale_events = list(
+        Event.objects.filter(
+            dispatched_at__isnull=True,
+            created_at__lte=now - timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_SECONDS),
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:500]
+    )
+    for event_id in stale_events:
+        event_fanout(event_id=event_id)
+    due = list(
+        Delivery.objects.filter(
+            status=Delivery.Status.PENDING,
+            next_attempt_at__lte=now - timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_SECONDS),
+        )
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .order_by("next_attempt_at")
+        .values_list("id", flat=True)[:1000]
+    )
+    from .tasks import webhook_deliver
+
+    for delivery_id in due:
+        _enqueue(webhook_deliver, delivery_id=delivery_id)
+    return {"events": len(stale_events), "deliveries": len(due)}
+
+
+def events_purge(*, older_than_days: int) -> int:
+    """Drop events older than the retention (their deliveries with them) and remember the
+    highest id dropped, so a stream resuming before it is told to resynchronise."""
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    old = Event.objects.filter(created_at__lt=cutoff)
+    highest = old.aggregate(highest=Max("id"))["highest"]
+    if highest is None:
+        return 0
+    with transaction.atomic():
+        deleted = Event.objects.filter(pk__lte=highest, created_at__lt=cutoff).delete()[1]
+        state, _ = EventLogState.objects.select_for_update().get_or_create(pk=1)
+        if highest > state.purged_through_id:
+            state.purged_through_id = highest
+            state.save()
+    return deleted.get("notifications.Event", 0)
+
+
+def webhook_disabled_notify(*, webhook_id: int) -> int:
+    """Email the owners and admins of the webhook's workspace that it was switched off."""
+    from django.core.mail import send_mail
+
+    from accounts.models import Membership, Role
+
+    webhook = Webhook.objects.select_related("project").filter(pk=webhook_id).first()
+    if webhook is None or webhook.is_active:
+        return 0
+    recipients = list(
+        Membership.objects.filter(
+            workspace_id=webhook.project.workspace_id,
+            role__in=[Role.OWNER, Role.ADMIN],
+            user__status="active",
+        ).values_list("user__email", flat=True)
+    )
+    if not recipients:
+        return 0
+    send_mail(
+        subject=f"Webhook disabled on {webhook.project.name}: {webhook.url}",
+        message=(
+            f"The webhook {webhook.url} of the project {webhook.project.name} was switched "
+            f"off.\n\n{webhook.disabled_reason}\n\nIts delivery log: "
+            f"{settings.PUBLIC_BASE_URL}/v1/webhooks/{webhook.pk}/deliveries\n"
+        ),
+        from_email=None,
+        recipient_list=recipients,
+    )
+    return len(recipients)

@@ -1,8 +1,10 @@
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from accounts.models import Role
-from collab.api.permissions import user_roles
+from accounts.models import Membership, Role
+from collab.api.pagination import MAX_INTEGER as MAX_ID
+from collab.api.permissions import role_remember, user_roles, workspace_role
+from collab.api.prepared import PreparedQuery
 
 from .models import Project, ProjectMember
 
@@ -31,16 +33,20 @@ def project_visibility_q(user, prefix: str = "") -> Q:
 
 def project_visible(*, user, project: Project) -> bool:
     """``project_visibility_q`` for one project already loaded: the same rule, decided on the
-    row and the user's roles (loaded once per request) instead of compiled into SQL. Only a
-    private project of a workspace the user does not administer costs a query, for its team.
+    row and the user's role instead of compiled into SQL. A project from ``project_get``
+    carries the reader's role and team seat; otherwise the roles are loaded once per request
+    and only a private project of a workspace the user does not administer costs a query, for
+    its team.
     """
     if project.visibility == Project.Visibility.PUBLIC:
         return True
-    role = user_roles(user).get(project.workspace_id)
+    role = workspace_role(user, project.workspace_id)
     if role in ADMIN_ROLES:
         return True
     if role is not None and project.visibility == Project.Visibility.INTERNAL:
         return True
+    if getattr(project, "reader_id", None) == user.pk:
+        return project.reader_on_team
     return ProjectMember.objects.filter(project=project, user=user).exists()
 
 
@@ -62,23 +68,74 @@ def project_list(*, user, filters: dict | None = None) -> QuerySet:
     return _with_team_count(queryset).order_by("id")
 
 
-def project_get(*, user, project_id, with_team_count: bool = True) -> Project | None:
-    """The project if the user may see it, else None (whether it exists or not).
+class ProjectLookup:
+    """How a route finds the project in its URL, in one query compiled once per process.
 
-    Every route under a project resolves it first, so this stays cheap: the row by its key,
-    then ``project_visible`` on it. Routes that do not show the project skip the team count.
+    The row by its key, with the reader's role in its workspace and whether they sit on its
+    team (so visibility and the request's permission checks need no other query), and, for
+    routes that need them with the project, its team count and ``annotations``: expressions
+    over the project's row (``OuterRef("pk")``), set on the project as attributes.
+    Every route under a project makes this read first; compiling it would cost more than
+    running it (see collab.api.prepared).
     """
-    try:
-        pk = int(project_id)
-    except (TypeError, ValueError):
-        return None
-    queryset = Project.objects.filter(pk=pk)
-    if with_team_count:
-        queryset = _with_team_count(queryset)
-    project = queryset.first()
-    if project is None or not project_visible(user=user, project=project):
-        return None
-    return project
+
+    def __init__(self, *, with_team_count: bool = False, annotations: dict | None = None):
+        self.with_team_count = with_team_count
+        self.annotations = dict(annotations or {})
+        self.extra = ["reader_role", "reader_on_team", *self.annotations]
+        if with_team_count:
+            self.extra.append("team_count")
+        self.query = PreparedQuery(self._queryset, pk=int, user_id=int)
+
+    def _queryset(self, *, pk: int, user_id: int) -> QuerySet:
+        queryset = Project.objects.filter(pk=pk).annotate(
+            reader_role=Subquery(
+                Membership.objects.filter(
+                    workspace=OuterRef("workspace_id"), user_id=user_id
+                ).values("role")[:1]
+            ),
+            reader_on_team=Exists(
+                ProjectMember.objects.filter(project=OuterRef("pk"), user_id=user_id)
+            ),
+            **self.annotations,
+        )
+        if self.with_team_count:
+            queryset = _with_team_count(queryset)
+        return queryset.values(*PROJECT_FIELDS, *self.extra)
+
+    def get(self, *, user, project_id) -> Project | None:
+        """The project if the user may see it, else None (whether it exists or not)."""
+        try:
+            pk = int(project_id)
+        except (TypeError, ValueError):
+            return None
+        if not 0 < pk <= MAX_ID:
+            return None
+        rows = self.query.rows(pk=pk, user_id=user.pk)
+        if not rows:
+            return None
+        row = rows[0]
+        project = Project.from_db(
+            self.query.alias, PROJECT_FIELDS, [row[name] for name in PROJECT_FIELDS]
+        )
+        for name in self.extra:
+            setattr(project, name, row[name])
+        # Whom reader_role and reader_on_team describe.
+        project.reader_id = user.pk
+        role_remember(user, project.workspace_id, project.reader_role)
+        if not project_visible(user=user, project=project):
+            return None
+        return project
+
+
+PROJECT_FIELDS = [field.attname for field in Project._meta.concrete_fields]
+_LOOKUPS = {flag: ProjectLookup(with_team_count=flag) for flag in (False, True)}
+
+
+def project_get(*, user, project_id, with_team_count: bool = True) -> Project | None:
+    """The project if the user may see it, else None (whether it exists or not), in one
+    query (``ProjectLookup``). Routes that do not show the project skip the team count."""
+    return _LOOKUPS[with_team_count].get(user=user, project_id=project_id)
 
 
 def project_members(*, project: Project) -> QuerySet:

@@ -8,6 +8,7 @@ workspace ("Globex") with its own project.
 from dataclasses import dataclass
 
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from accounts.models import Role
@@ -20,6 +21,20 @@ from tests.factories import (
     WorkspaceFactory,
     make_api_key,
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_clean_slate():
+    """Each xdist worker owns one Redis database (collab.settings.test): empty it at the start,
+    so tasks, counters and cache entries an earlier run left behind cannot reach this one."""
+    if settings.REDIS_URL:
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        try:
+            client.flushdb()
+        finally:
+            client.close()
 
 
 @dataclass

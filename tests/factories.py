@@ -4,6 +4,8 @@ from django.utils import timezone
 from accounts import keys
 from accounts.models import ApiKey, Membership, Role, User, Workspace
 from issues.services import issue_create
+from notifications import crypto
+from notifications.models import Webhook
 from projects.models import Project, ProjectMember
 
 PASSWORD = "correct-horse-battery-staple"
@@ -79,3 +81,62 @@ def make_issue(project, actor=None, **data):
     counters, history and events stay right; ``data`` as the API's body."""
     data.setdefault("title", "An issue")
     return issue_create(project=project, actor=actor, data=data)
+
+
+class WebhookFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Webhook
+
+    project = factory.SubFactory(ProjectFactory)
+    url = "http://127.0.0.1:9/hooks"
+    events = factory.LazyFunction(lambda: ["*"])
+    secret_encrypted = factory.LazyFunction(lambda: crypto.secret_encrypt("factory-secret"))
+
+
+# Git integration rows, made directly: analytics only reads them. ------------------------------
+
+
+class RepositoryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "gitintegration.Repository"
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"repo-{n}")
+    clone_url = factory.LazyAttribute(lambda repo: f"https://git.example.test/{repo.name}.git")
+    default_branch = "main"
+
+
+class CommitFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "gitintegration.Commit"
+
+    repository = factory.SubFactory(RepositoryFactory)
+    sha = factory.Sequence(lambda n: f"{n:040x}")
+    author_name = "Ada"
+    author_email = "ada@example.test"
+    message = "A change"
+    authored_at = factory.LazyFunction(timezone.now)
+    committed_at = factory.LazyAttribute(lambda commit: commit.authored_at)
+
+
+class PullRequestFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "gitintegration.PullRequest"
+
+    repository = factory.SubFactory(RepositoryFactory)
+    number = factory.Sequence(lambda n: n + 1)
+    title = "A pull request"
+    head = factory.Sequence(lambda n: f"feature-{n}")
+    base = "main"
+    state = "open"
+    created_at = factory.LazyFunction(timezone.now)
+    updated_at = factory.LazyAttribute(lambda pull: pull.created_at)
+
+
+class ReviewFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "gitintegration.Review"
+
+    pull_request = factory.SubFactory(PullRequestFactory)
+    state = "approved"
+    created_at = factory.LazyFunction(timezone.now)

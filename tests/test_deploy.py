@@ -132,11 +132,20 @@ def test_app_services_share_the_image_and_the_production_environment(compose, na
         assert service["depends_on"][dependency] == {"condition": "service_healthy"}
 
 
+def test_web_worker_and_beat_share_the_git_mirrors(compose):
+    for name in APP_SERVICES:
+        assert "git-mirrors:/app/var/git" in compose["services"][name]["volumes"], name
+    assert "git-mirrors" in compose["volumes"]
+    # Created in the image, owned by the service's user, so the new volume is writable.
+    assert "mkdir -p /app/var/git" in (ROOT / "Dockerfile").read_text()
+
+
 def test_web_migrates_then_serves_gunicorn_and_is_probed_on_healthz(compose):
     web = compose["services"]["web"]
     words = _words(web["command"])
     script = " ".join(words)
-    assert "migrate --noinput" in script and "gunicorn collab.wsgi" in script
+    assert "migrate --noinput" in script and "gunicorn collab.asgi" in script
+    assert "--worker-class uvicorn_worker.UvicornWorker" in script
     assert script.index("migrate") < script.index("gunicorn"), "migrations run first"
     assert re.search(r"migrate --noinput\s*&&\s*exec gunicorn", script), "no serving if it fails"
     assert "--bind 0.0.0.0:8000" in script
@@ -213,7 +222,8 @@ def test_dockerfile_installs_requirements_and_collects_static_files(dockerfile):
 
 def test_dockerfile_serves_gunicorn_and_checks_healthz(dockerfile):
     instructions = dict(dockerfile)
-    assert "gunicorn collab.wsgi" in instructions["CMD"]
+    assert "gunicorn collab.asgi" in instructions["CMD"]
+    assert "uvicorn_worker.UvicornWorker" in instructions["CMD"]
     assert "scripts/healthcheck.py" in instructions["HEALTHCHECK"]
     assert "--interval" in instructions["HEALTHCHECK"]
     assert instructions["EXPOSE"] == "8000"
@@ -248,7 +258,8 @@ def test_the_image_health_probe_passes_against_gunicorn_with_production_settings
     port = _free_port()
     env = _production_env(PORT=str(port))
     server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "gunicorn", "collab.wsgi", "--bind", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "gunicorn", "collab.asgi", "--bind", f"127.0.0.1:{port}"]
+        + ["--worker-class", "uvicorn_worker.UvicornWorker"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -11,8 +11,9 @@ from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
 from accounts import keys
-from accounts.models import ApiKey
+from accounts.models import ApiKey, User
 
+from .prepared import PreparedQuery
 from .scopes import ALL_GRANTED, expand
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -74,7 +75,7 @@ class BearerAuthentication(BaseAuthentication):
     def _authenticate_key(self, raw: str):
         if not keys.is_well_formed(raw):
             raise exceptions.AuthenticationFailed("Invalid API key.")
-        api_key = ApiKey.objects.select_related("user").filter(key_hash=keys.hash_key(raw)).first()
+        api_key = api_key_with_user(keys.hash_key(raw))
         if api_key is None:
             raise exceptions.AuthenticationFailed("Invalid API key.")
         now = timezone.now()
@@ -100,6 +101,37 @@ class BearerAuthentication(BaseAuthentication):
                 "The account of this token is not active."
             ) from None
         return user, Credential("jwt", ALL_GRANTED)
+
+
+def _key_and_user_fields() -> tuple[list[str], list[str]]:
+    key_fields = [field.attname for field in ApiKey._meta.concrete_fields]
+    user_fields = [field.attname for field in User._meta.concrete_fields]
+    return key_fields, user_fields
+
+
+_KEY_FIELDS, _USER_FIELDS = _key_and_user_fields()
+# The key and its owner in one query, compiled once (see collab.api.prepared): every request
+# with a key makes it, and revocation or expiry takes effect on the very next one.
+_KEY_LOOKUP = PreparedQuery(
+    lambda key_hash: ApiKey.objects.filter(key_hash=key_hash).values(
+        *_KEY_FIELDS, *(f"user__{name}" for name in _USER_FIELDS)
+    ),
+    key_hash=str,
+)
+
+
+def api_key_with_user(key_hash: str) -> ApiKey | None:
+    """The key of this hash with its owner loaded, as ``select_related("user")`` gives it."""
+    rows = _KEY_LOOKUP.rows(key_hash=key_hash)
+    if not rows:
+        return None
+    row = rows[0]
+    alias = _KEY_LOOKUP.alias
+    api_key = ApiKey.from_db(alias, _KEY_FIELDS, [row[name] for name in _KEY_FIELDS])
+    api_key.user = User.from_db(
+        alias, _USER_FIELDS, [row[f"user__{name}"] for name in _USER_FIELDS]
+    )
+    return api_key
 
 
 def _touch_last_used(api_key: ApiKey, now) -> None:

@@ -1,10 +1,10 @@
 """``page``/``per_page`` pagination carrying both meta shapes of the contract and a Link header."""
 
 import math
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
-from rest_framework.utils.urls import replace_query_param
 
 from .exceptions import BadRequest
 from .renderers import Envelope
@@ -69,17 +69,23 @@ class PagePagination(BasePagination):
         return response
 
     def _link_header(self) -> str:
-        url = self.request.build_absolute_uri()
-        url = replace_query_param(url, "per_page", self.per_page)
+        # The URL is parsed once for all four links (as DRF's replace_query_param would each
+        # time: same encoding, parameters in sorted order).
+        scheme, netloc, path, query, fragment = urlsplit(self.request.build_absolute_uri())
+        params = parse_qs(query, keep_blank_values=True)
+        params["per_page"] = [str(self.per_page)]
         links = [("first", 1)]
         if self.page > 1:
             links.append(("prev", min(self.page - 1, self.total_pages)))
         if self.page < self.total_pages:
             links.append(("next", self.page + 1))
         links.append(("last", self.total_pages))
-        return ", ".join(
-            f'<{replace_query_param(url, "page", number)}>; rel="{rel}"' for rel, number in links
-        )
+        parts = []
+        for rel, number in links:
+            params["page"] = [str(number)]
+            query = urlencode(sorted(params.items()), doseq=True)
+            parts.append(f'<{urlunsplit((scheme, netloc, path, query, fragment))}>; rel="{rel}"')
+        return ", ".join(parts)
 
     def get_paginated_response_schema(self, schema):
         # Imported here: the schema module imports DRF's generics, which import this class.

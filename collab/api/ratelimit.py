@@ -25,6 +25,7 @@ authenticate twice.
 
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -40,6 +41,10 @@ STATUS_PATH = "/v1/rate_limit"
 SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
 # The API's own documentation is public and static: not counted, no headers.
 DOCUMENT_PATHS = ("/v1/schema", "/v1/docs")
+# Push notifications are signed, not Bearer-authenticated, and come from a git server whose
+# address many repositories share (GitHub's hook addresses, say): each repository gets its
+# own budget instead of the address's small one.
+PUSH_PATH = re.compile(r"^/v1/repositories/([0-9]{1,19})/push$")
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,11 @@ def address_identity(request) -> Identity:
 
 
 def request_identity(request) -> Identity:
-    """The account behind valid credentials, or else the client address."""
+    """The account behind valid credentials, or else the client address (or, for a push
+    notification, its repository)."""
+    push = PUSH_PATH.match(request.path)
+    if push is not None:
+        return Identity(counter=f"push:{push.group(1)}", limit=settings.RATE_LIMIT_PUSH)
     if request.META.get("HTTP_AUTHORIZATION"):
         try:
             authenticated = BearerAuthentication().authenticate(request)
@@ -164,6 +173,11 @@ def _refusal(usage: Usage):
         message = (
             f"Rate limit exceeded: {identity.limit} requests per hour on the {identity.tier} "
             f"tier. Try again in {retry_after} seconds."
+        )
+    elif identity.counter.startswith("push:"):
+        message = (
+            f"Rate limit exceeded for this repository's push notifications ({identity.limit} "
+            f"per hour). Try again in {retry_after} seconds."
         )
     else:
         message = (

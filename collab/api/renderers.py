@@ -27,6 +27,13 @@ def _default(value):
     raise TypeError
 
 
+def iso_z(value: datetime.datetime | None) -> str | None:
+    """A timestamp as the API writes it: ISO 8601 in UTC ending in ``Z`` (None stays None)."""
+    if value is None:
+        return None
+    return value.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
 def dumps(value) -> bytes:
     return orjson.dumps(value, default=_default, option=orjson.OPT_UTC_Z)
 

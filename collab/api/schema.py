@@ -273,8 +273,10 @@ class EnvelopeAutoSchema(AutoSchema):
         if paginated:
             response["headers"] = {**response.get("headers", {}), **PAGE_HEADERS}
         else:
-            for media in content.values():
-                media["schema"] = envelope(media.get("schema"))
+            for media_type, media in content.items():
+                # Other media (a CSV report) are sent as they are, without the envelope.
+                if media_type == "application/json":
+                    media["schema"] = envelope(media.get("schema"))
         return response
 
     def _get_response_bodies(self, direction="response"):

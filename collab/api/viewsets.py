@@ -111,16 +111,22 @@ class ProjectScopedViewSet(ApiViewSet):
     project_lookup_kwarg = "project_id"
     # Whether the resolved project carries ``team_count`` (for views that show the project).
     project_with_team_count = False
+    # Or a ``projects.selectors.ProjectLookup`` of the view's own, to read values the view
+    # needs on every request in the project's own query.
+    project_lookup: project_selectors.ProjectLookup | None = None
 
     def get_project(self, *, ability: str | None = None) -> Project:
         cached = getattr(self, "_project", None)
         if cached is None:
             raw = self.kwargs.get(self.project_lookup_kwarg)
-            cached = project_selectors.project_get(
-                user=self.request.user,
-                project_id=raw,
-                with_team_count=self.project_with_team_count,
-            )
+            if self.project_lookup is not None:
+                cached = self.project_lookup.get(user=self.request.user, project_id=raw)
+            else:
+                cached = project_selectors.project_get(
+                    user=self.request.user,
+                    project_id=raw,
+                    with_team_count=self.project_with_team_count,
+                )
             if cached is None:
                 raise Http404
             self._project = cached

@@ -92,6 +92,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+elif env.bool("DATABASE_POOL", default=True):
+    # The ASGI server runs each request's sync code in a thread of its own, so connections
+    # kept per thread (CONN_MAX_AGE) would be opened on every request: a pool shares them.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN", default=2),
+        "max_size": env.int("DATABASE_POOL_MAX", default=20),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+    }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
@@ -223,6 +232,10 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "accounts.models.Invitation.Status",
         "ProjectStatusEnum": "projects.models.Project.Status",
         "IssueStatusEnum": "issues.models.Status",
+        "DeliveryStatusEnum": "notifications.models.Delivery.Status",
+        "PullRequestStateEnum": "gitintegration.models.PullRequest.State",
+        "PullRequestStateChangeEnum": ["open", "closed"],
+        "ReviewStateEnum": "gitintegration.models.Review.State",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -249,7 +262,50 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Collab <no-reply@col
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+
+# Webhook delivery (notifications/services.py). A failed attempt is tried again after
+# WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, with +-20% jitter,
+# until WEBHOOK_MAX_ATTEMPTS (the defaults span about a day). A hook whose deliveries all fail
+# for WEBHOOK_DISABLE_AFTER_HOURS is switched off and the workspace's admins emailed.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=15.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=4 * 3600.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=15)
+WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=72.0)
+# A worker sending a delivery holds it for the timeout plus this margin; a worker killed
+# mid-send leaves it to be taken up again once the lease lapses.
+WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default=20.0)
+# Retries due within this many seconds are queued with a countdown; later ones wait on their
+# row for the sweeper (below a Redis broker's visibility timeout, or they would be redelivered).
+WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float("WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0)
+# The sweeper runs this often and takes over work left without a task for the grace period.
+WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
+WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
+# Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
+WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
+
+# The event log and its stream (notifications/stream.py).
+EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
+EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
+EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
+# Without Redis the hub polls the log this often; with it, it still looks this often in case
+# a wake-up was lost.
+EVENT_STREAM_POLL_SECONDS = env.float("EVENT_STREAM_POLL_SECONDS", default=0.5)
+EVENT_STREAM_SAFETY_POLL_SECONDS = env.float("EVENT_STREAM_SAFETY_POLL_SECONDS", default=5.0)
+EVENT_STREAM_QUEUE_SIZE = env.int("EVENT_STREAM_QUEUE_SIZE", default=10000)
 GIT_ALLOW_LOCAL_REPOSITORIES = env.bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=False)
+
+# Git integration (gitintegration/). The service keeps a bare mirror of each registered
+# repository here, fetched on registration, on request, on push notifications and every
+# GIT_SYNC_INTERVAL_SECONDS from beat. Merges are committed as GIT_COMMITTER_* (the author is
+# the user who merges) and pushed back to the origin with the server's own git credentials.
+GIT_STORAGE_DIR = Path(env.str("GIT_STORAGE_DIR", default=str(DATA_DIR / "git")))
+GIT_SYNC_INTERVAL_SECONDS = env.int("GIT_SYNC_INTERVAL_SECONDS", default=900)
+GIT_TIMEOUT_SECONDS = env.int("GIT_TIMEOUT_SECONDS", default=120)
+GIT_COMMITTER_NAME = env.str("GIT_COMMITTER_NAME", default="Collab")
+GIT_COMMITTER_EMAIL = env.str("GIT_COMMITTER_EMAIL", default="git@collab.localhost")
+# Push notifications (POST /v1/repositories/:id/push) per repository and hour, signed or not.
+RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 
 # Celery. With REDIS_URL, Redis is broker and result store. Without it, the embedded default
 # keeps the queue in files under DATA_DIR (kombu's filesystem transport): tasks still leave
@@ -257,7 +313,8 @@ GIT_ALLOW_LOCAL_REPOSITORIES = env.bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+    # Retries wait on their delivery row, not in the broker, so nothing queued outlives this.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 else:
     _queue_dir = DATA_DIR / "celery-queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
@@ -277,12 +334,47 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {
+    "webhook-deliveries-sweep": {
+        "task": "notifications.tasks.deliveries_sweep",
+        "schedule": WEBHOOK_SWEEP_SECONDS,
+    },
+    "events-purge": {"task": "notifications.tasks.events_purge", "schedule": 24 * 3600.0},
     "rate-limit-counters-purge": {
         "task": "accounts.tasks.rate_limit_counters_purge",
         "schedule": 3600.0,
     },
+    # Analytics: yesterday's rollups (and late commits) soon after midnight and through the
+    # day; a full recount nightly forgets what deleted issues and repositories left behind.
+    "analytics-rollup": {
+        "task": "analytics.tasks.analytics_rollup_all",
+        "schedule": float(env.int("ANALYTICS_ROLLUP_INTERVAL_SECONDS", default=600)),
+    },
+    "analytics-rollup-full": {
+        "task": "analytics.tasks.analytics_rollup_all",
+        "schedule": 86400.0,
+        "kwargs": {"full": True},
+    },
+    "git-repositories-sync": {
+        "task": "gitintegration.tasks.repositories_sync_all",
+        "schedule": float(GIT_SYNC_INTERVAL_SECONDS),
+    },
 }
 CELERY_TIMEZONE = "UTC"
+# A broker that is down must not hold a request for long: the sweeper covers what fails here.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+
+# Analytics ----------------------------------------------------------------------------------
+# Projects with more issues than this get their breakdowns from a snapshot the rollup job
+# stores, instead of grouping every issue on each dashboard request.
+ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES = env.int("ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES", default=5000)
+# Rows fetched per query (and label lookups batched) while a report streams.
+ANALYTICS_REPORT_CHUNK_SIZE = env.int("ANALYTICS_REPORT_CHUNK_SIZE", default=2000)
 
 LOGGING = {
     "version": 1,

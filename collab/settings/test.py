@@ -19,6 +19,15 @@ STORAGES = {
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
+# The suite's own process keeps one connection per thread, as pytest-django expects; the
+# servers and workers the end-to-end tests start run with the pool, as production does.
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and not env.bool(  # noqa: F405
+    "DATABASE_POOL", default=False
+):
+    DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405
+    DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405
+
 # Each pytest-xdist worker gets its own Redis database, so caches and counters never mix.
 _worker = env.str("PYTEST_XDIST_WORKER", default="gw0").removeprefix("gw")
 if REDIS_URL:  # noqa: F405
@@ -34,7 +43,7 @@ if REDIS_URL:  # noqa: F405
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
 # Most tests run tasks in-process; tests of the worker itself start a real one.
-CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 CELERY_TASK_EAGER_PROPAGATES = True
 
 # Limits so high no test meets a 429 it did not ask for (counters in Redis outlive a test);
@@ -44,6 +53,7 @@ RATE_LIMITS = {
     for tier in ("standard", "premium", "enterprise")
 }
 RATE_LIMIT_ANONYMOUS = env.int("RATE_LIMIT_ANONYMOUS", default=1_000_000)
+RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=1_000_000)
 LOGIN_FAILURES_PER_EMAIL = env.int("LOGIN_FAILURES_PER_EMAIL", default=1_000_000)
 LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=1_000_000)
 LOGIN_SLOWDOWN_AFTER = env.int("LOGIN_SLOWDOWN_AFTER", default=1_000_000)

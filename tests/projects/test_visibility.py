@@ -31,3 +31,13 @@ def test_project_get_hides_what_does_not_exist_like_what_may_not_be_seen(world):
     assert project_get(user=world.owner, project_id="abc") is None
     found = project_get(user=world.owner, project_id=world.project.pk)
     assert found.team_count == 3
+
+
+def test_a_project_loaded_for_one_reader_is_judged_afresh_for_another(world):
+    """The team seat read with the project describes its reader, nobody else."""
+    loaded = project_get(user=world.developer, project_id=world.project.pk)
+    assert loaded.reader_on_team is True
+    assert project_visible(user=world.developer, project=loaded) is True
+    assert project_visible(user=world.outsider, project=loaded) is False
+    stranger = UserFactory(email="nobody@nowhere.test")
+    assert project_visible(user=stranger, project=loaded) is False

@@ -1,0 +1,267 @@
+"""What every benchmark here needs: its environment, its database, gunicorn, and a load.
+
+- ``environment_configure`` points the process (and the servers it starts) at PostgreSQL and
+  Redis on loopback (DATABASE_URL, REDIS_URL; default postgres://postgres@127.0.0.1:5432/
+  collab_bench and redis://127.0.0.1:6379/0) with production settings and no TLS redirect.
+- ``database_ensure`` creates the benchmark database when it is missing.
+- ``Server`` runs gunicorn as production does (collab.asgi, uvicorn workers) on a free loopback
+  port, or for comparison ``collab.wsgi`` (gthread) or Django's plain ASGI handler.
+- ``load_generator`` drives a URL with wrk (``apt-get install -y wrk``) or, without wrk, with
+  Python threads bounded by a number of requests; both report requests, requests per second
+  and the 50th and 99th percentile latencies in milliseconds.
+"""
+
+import http.client
+import ipaddress
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/collab_bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def environment_configure(settings_module: str, **extra: str) -> dict:
+    """This process's environment, which the servers inherit: loopback services only."""
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+    os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        require_loopback(name, os.environ[name])
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": settings_module,
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            "DEBUG": "0",
+            "SECURE_SSL_REDIRECT": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "LOG_LEVEL": "WARNING",
+            **extra,
+        }
+    )
+    return dict(os.environ)
+
+
+def require_loopback(name: str, url: str) -> None:
+    host = urlparse(url).hostname or "localhost"
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        sys.exit(f"{name} must point at this machine (127.0.0.1 or localhost), not {host}.")
+
+
+def database_ensure(url: str) -> None:
+    """Create the benchmark database when it is missing."""
+    import psycopg
+    from psycopg import sql
+
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/")
+    maintenance = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(maintenance, autocommit=True) as connection:
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+        ).fetchone()
+        if not exists:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            print(f"Created database {name}.")
+
+
+# The servers a benchmark can start: what production runs (docker-compose.yml, Dockerfile,
+# ./run), and for comparison gunicorn's threaded WSGI workers and Django's plain ASGI handler.
+APPS = {
+    "asgi": ("collab.asgi", ["--worker-class", "uvicorn_worker.UvicornWorker"]),
+    "wsgi": ("collab.wsgi", ["--worker-class", "gthread"]),
+    "django_asgi": ("collab.asgi:django_asgi", ["--worker-class", "uvicorn_worker.UvicornWorker"]),
+}
+
+
+class Server:
+    """gunicorn on a free loopback port; by default as production runs it (``collab.asgi``,
+    uvicorn workers, the REST endpoints on ``threads`` threads per process)."""
+
+    def __init__(
+        self, environment: dict, *, workers: int = 2, threads: int = 8, kind: str = "asgi"
+    ):
+        self.environment = {**environment, "WEB_THREADS": str(threads)}
+        self.workers = workers
+        self.threads = threads
+        self.kind = kind
+        self.process: subprocess.Popen | None = None
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start it without waiting (start several, then ``wait_ready`` each)."""
+        app, worker_class = APPS[self.kind]
+        command = [
+            str(Path(sys.executable).parent / "gunicorn"),
+            app,
+            "--chdir",
+            str(ROOT),
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(self.workers),
+            *worker_class,
+            "--threads",
+            str(self.threads),
+            "--graceful-timeout",
+            "3",
+            "--log-level",
+            "warning",
+        ]
+        self.process = subprocess.Popen(command, env=self.environment, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"gunicorn exited with {self.process.returncode}.")
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/readyz")
+                if connection.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"gunicorn did not become ready in {timeout:.0f} s.")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def load_generator(*, connections: int, requests: int, python: bool = False):
+    """wrk when installed (unless ``python``), else Python threads."""
+    if shutil.which("wrk") and not python:
+        return Wrk(connections)
+    return ThreadLoad(connections, requests)
+
+
+class Wrk:
+    name = "wrk"
+    UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+    def __init__(self, connections: int):
+        self.connections = connections
+
+    def warm(self, url: str, headers: dict) -> None:
+        """A second of requests: connections open, caches fill."""
+        self._wrk(url, headers, 1)
+
+    def run(self, url: str, headers: dict, seconds: float) -> dict:
+        output = self._wrk(url, headers, seconds)
+        failures = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+        if failures or "Socket errors" in output:
+            raise SystemExit(f"wrk saw failures on {url}:\n{output}")
+        latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
+        return {
+            "requests": int(re.search(r"(\d+) requests in", output).group(1)),
+            "requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+            "p50_ms": self._ms(latency["50"]),
+            "p99_ms": self._ms(latency["99"]),
+        }
+
+    def _wrk(self, url: str, headers: dict, seconds: float) -> str:
+        header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
+        command = ["wrk", "--threads", "1", "--connections", str(self.connections)]
+        command += ["--duration", f"{max(1, round(seconds))}s", "--timeout", "10s", "--latency"]
+        return subprocess.run(
+            [*command, *header_args, url],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=seconds + 30,
+        ).stdout
+
+    def _ms(self, text: str) -> float:
+        number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+        return round(float(number) * self.UNITS[unit], 3)
+
+
+class ThreadLoad:
+    """``connections`` threads on keep-alive connections, sending at most ``requests``
+    requests per measurement and stopping after its seconds."""
+
+    name = "python threads"
+
+    def __init__(self, connections: int, requests: int):
+        self.connections = connections
+        self.requests = requests
+
+    def warm(self, url: str, headers: dict) -> None:
+        self._drive(url, headers, 1, self.connections * 5)
+
+    def run(self, url: str, headers: dict, seconds: float) -> dict:
+        latencies, elapsed = self._drive(url, headers, seconds, self.requests)
+        return {
+            "requests": len(latencies),
+            "requests_per_second": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(statistics.median(latencies) * 1000, 3),
+            "p99_ms": round(
+                latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, 3
+            ),
+        }
+
+    def _drive(self, url: str, headers: dict, seconds: float, budget: int):
+        parsed = urlparse(url)
+        target = f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
+        remaining, lock, latencies = [budget], threading.Lock(), []
+        deadline = time.monotonic() + seconds
+        errors: list[str] = []
+
+        def worker():
+            connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
+            mine = []
+            while time.monotonic() < deadline and not errors:
+                with lock:
+                    if remaining[0] <= 0:
+                        break
+                    remaining[0] -= 1
+                started = time.perf_counter()
+                connection.request("GET", target, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    errors.append(f"{url} answered {response.status}")
+                    break
+                mine.append(time.perf_counter() - started)
+            connection.close()
+            with lock:
+                latencies.extend(mine)
+
+        threads = [threading.Thread(target=worker) for _ in range(self.connections)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise SystemExit(errors[0])
+        return sorted(latencies), time.perf_counter() - started

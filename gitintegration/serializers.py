@@ -1,0 +1,110 @@
+from rest_framework import serializers
+
+from .models import PullRequest, Repository, Review
+
+MERGE_METHODS = ("merge", "squash", "fast_forward")
+
+
+class RepositorySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project_id = serializers.IntegerField()
+    name = serializers.CharField()
+    clone_url = serializers.CharField(help_text="Any password or token in it shows as ***.")
+    default_branch = serializers.CharField(allow_blank=True, help_text="Blank until synced.")
+    sync_status = serializers.ChoiceField(choices=Repository.SyncStatus.choices)
+    sync_error = serializers.CharField(allow_blank=True, help_text="Why the last sync failed.")
+    last_synced_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class RepositoryCreatedSerializer(RepositorySerializer):
+    webhook_secret = serializers.CharField(
+        help_text="Signs push notifications (X-Hub-Signature-256). Shown this once only."
+    )
+    push_url = serializers.CharField(help_text="Where a post-receive hook or webhook posts.")
+
+
+class RepositoryInputSerializer(serializers.Serializer):
+    name = serializers.RegexField(
+        r"^[A-Za-z0-9._-]+$",
+        max_length=100,
+        error_messages={"invalid": "Letters, digits, '.', '_' and '-' only."},
+    )
+    clone_url = serializers.CharField(max_length=2000)
+
+
+class BranchSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    commit_sha = serializers.CharField()
+    is_default = serializers.BooleanField()
+
+
+class CommitSerializer(serializers.Serializer):
+    sha = serializers.CharField()
+    repository_id = serializers.IntegerField()
+    author_name = serializers.CharField(allow_blank=True)
+    author_email = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    authored_at = serializers.DateTimeField()
+    committed_at = serializers.DateTimeField()
+
+
+class PullRequestSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    repository_id = serializers.IntegerField()
+    number = serializers.IntegerField()
+    title = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    head = serializers.CharField()
+    base = serializers.CharField()
+    state = serializers.ChoiceField(choices=PullRequest.State.choices)
+    author_id = serializers.IntegerField(allow_null=True)
+    head_sha = serializers.CharField(allow_blank=True)
+    base_sha = serializers.CharField(allow_blank=True)
+    merge_commit_sha = serializers.CharField(allow_blank=True)
+    merge_method = serializers.CharField(allow_blank=True)
+    merged_by_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    merged_at = serializers.DateTimeField(allow_null=True)
+    closed_at = serializers.DateTimeField(allow_null=True)
+
+
+class PullRequestInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=500)
+    head = serializers.CharField(max_length=255)
+    base = serializers.CharField(max_length=255)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class PullRequestUpdateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=500, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    state = serializers.ChoiceField(
+        choices=["open", "closed"],
+        required=False,
+        help_text="closed closes the pull request, open reopens it.",
+    )
+
+
+class MergeInputSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=MERGE_METHODS, default="merge")
+
+
+class ReviewSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    pull_request_id = serializers.IntegerField()
+    author_id = serializers.IntegerField(allow_null=True)
+    state = serializers.ChoiceField(choices=Review.State.choices)
+    body = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class ReviewInputSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=Review.State.choices)
+    body = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
+
+
+class PushAcceptedSerializer(serializers.Serializer):
+    queued = serializers.BooleanField()

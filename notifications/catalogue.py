@@ -1,0 +1,102 @@
+"""Every event kind the service records: which operation emits it and what ``data`` holds.
+
+Webhook registrations are checked against it, the README's table is written from it, and
+``GET /v1/events/kinds`` serves it. A kind recorded anywhere must be listed here (a test
+checks the code for kinds missing from it).
+"""
+
+EVENT_KINDS: dict[str, tuple[str, str]] = {
+    "project.created": ("POST /v1/projects", '{"project"}'),
+    "project.updated": ("PUT/PATCH /v1/projects/:id", '{"project", "changes"}'),
+    "project.deleted": ("DELETE /v1/projects/:id", '{"project"}'),
+    "member.added": (
+        "POST /v1/projects/:id/members, accepting an invitation with projects",
+        '{"project", "user"}',
+    ),
+    "member.removed": ("DELETE /v1/projects/:id/members/:user_id", '{"project", "user"}'),
+    "invitation.created": ("POST /v1/workspaces/:id/invitations", '{"invitation"}'),
+    "invitation.accepted": ("POST /v1/invitations/accept", '{"invitation"}'),
+    "invitation.revoked": ("DELETE /v1/workspaces/:id/invitations/:id", '{"invitation"}'),
+    "workspace.created": ("POST /v1/workspaces", '{"workspace"}'),
+    "workspace.member_added": ("accepting an invitation, create_user", '{"workspace", "member"}'),
+    "workspace.member_updated": (
+        "PATCH /v1/workspaces/:id/members/:user_id",
+        '{"workspace", "member", "changes"}',
+    ),
+    "workspace.member_removed": (
+        "DELETE /v1/workspaces/:id/members/:user_id",
+        '{"workspace", "member"}',
+    ),
+    "issue.created": ("POST /v1/projects/:id/issues, the admin", '{"issue"}'),
+    "issue.updated": (
+        "PUT/PATCH /v1/issues/:id, the admin; renaming or deleting a label the issue carries",
+        '{"issue", "changes"}',
+    ),
+    "issue.closed": (
+        "a change of status to closed (API, admin, a merged pull request's closing keyword)",
+        '{"issue", "changes"}',
+    ),
+    "issue.reopened": ("a change of status from closed", '{"issue", "changes"}'),
+    "issue.deleted": ("DELETE /v1/issues/:id", '{"issue"}'),
+    "label.created": ("POST /v1/projects/:id/labels", '{"label"}'),
+    "label.updated": ("PUT/PATCH /v1/labels/:id", '{"label", "changes"}'),
+    "label.deleted": ("DELETE /v1/labels/:id", '{"label"}'),
+    "repository.created": (
+        "POST /v1/projects/:id/repositories, the admin",
+        '{"repository"}',
+    ),
+    "repository.deleted": ("DELETE /v1/repositories/:id, the admin", '{"repository"}'),
+    "repository.synced": (
+        "a sync that changed something (new commits, branches, status)",
+        '{"repository", "new_commits", "branches"}',
+    ),
+    "pull_request.opened": ("POST /v1/repositories/:id/pulls", '{"pull_request"}'),
+    "pull_request.updated": (
+        "PATCH /v1/pulls/:id (title, description, reopening); a sync moving an open one's "
+        "head_sha or base_sha",
+        '{"pull_request", "changes"}',
+    ),
+    "pull_request.reviewed": ("POST /v1/pulls/:id/reviews", '{"pull_request", "review"}'),
+    "pull_request.merged": (
+        "POST /v1/pulls/:id/merge, or a sync finding it merged outside (actor_id null)",
+        '{"pull_request", "changes"}',
+    ),
+    "pull_request.closed": (
+        'PATCH /v1/pulls/:id with {"state": "closed"}',
+        '{"pull_request", "changes"}',
+    ),
+    "webhook.created": ("POST /v1/projects/:id/webhooks", '{"webhook"}'),
+    "webhook.updated": ("PATCH /v1/webhooks/:id", '{"webhook", "changes"}'),
+    "webhook.deleted": ("DELETE /v1/webhooks/:id", '{"webhook"}'),
+    "webhook.disabled": (
+        "a webhook failing for WEBHOOK_DISABLE_AFTER_HOURS is switched off",
+        '{"webhook", "reason"}',
+    ),
+    "webhook.ping": ("POST /v1/webhooks/:id/ping (sent to that webhook only)", '{"webhook"}'),
+}
+
+# Kinds never fanned out to subscribed webhooks: the webhooks' own bookkeeping (in the log and
+# the stream, not sent to receivers, which would otherwise be told of their own creation).
+# ``webhook.ping`` goes to the one webhook pinged, directly.
+DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhook."))
+
+
+def kind_matches(kind: str, patterns: list[str]) -> bool:
+    """Whether ``kind`` is selected by ``patterns`` (exact kinds, ``issue.*``, or ``*``)."""
+    for pattern in patterns:
+        if pattern == "*" or pattern == kind:
+            return True
+        if pattern.endswith(".*") and kind.startswith(pattern[:-1]):
+            return True
+    return False
+
+
+def unknown_patterns(patterns: list[str]) -> list[str]:
+    families = {kind.split(".", 1)[0] for kind in EVENT_KINDS}
+    return [
+        pattern
+        for pattern in patterns
+        if pattern != "*"
+        and pattern not in EVENT_KINDS
+        and not (pattern.endswith(".*") and pattern[:-2] in families)
+    ]

@@ -1,0 +1,58 @@
+from django import forms
+from django.core.exceptions import ValidationError
+from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+
+from collab.api.filters import CachedFormFilterSet, IdFilter
+
+from .catalogue import unknown_patterns
+from .models import Delivery, Event
+from .selectors import types_q
+
+
+class TypesField(forms.CharField):
+    """Comma-separated event kinds; ``issue.*`` selects a family."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value in (None, ""):
+            return value
+        patterns = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = unknown_patterns(patterns)
+        if not patterns or unknown:
+            raise ValidationError(
+                f"Unknown event kinds: {', '.join(unknown) or value}. See GET /v1/events/kinds.",
+                code="invalid",
+            )
+        return patterns
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class TypesFilter(filters.Filter):
+    field_class = TypesField
+
+    def filter(self, qs, value):
+        return qs.filter(types_q(value)) if value else qs
+
+
+class EventFilter(CachedFormFilterSet):
+    project_id = IdFilter(help_text="Only this project's events.")
+    types = TypesFilter(help_text="Kinds, comma-separated; `issue.*` selects a family.")
+    after_id = IdFilter(field_name="id", lookup_expr="gt", help_text="Only events after this id.")
+    sort = filters.OrderingFilter(
+        fields=(("id", "id"),), help_text="`-id` (newest first, the default) or `id`."
+    )
+
+    class Meta:
+        model = Event
+        fields: list[str] = []
+
+
+class DeliveryFilter(CachedFormFilterSet):
+    status = filters.ChoiceFilter(choices=Delivery.Status.choices)
+    event_type = filters.CharFilter(field_name="event__type")
+
+    class Meta:
+        model = Delivery
+        fields: list[str] = []

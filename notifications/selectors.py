@@ -1,0 +1,70 @@
+"""Reads: the event log as a caller may see it, webhooks and their deliveries."""
+
+from django.db.models import Q, QuerySet
+
+from collab.api.permissions import user_roles
+from projects.models import Project
+from projects.selectors import project_visibility_q
+
+from .models import Delivery, Event, Webhook
+
+
+def visible_scope(*, user) -> tuple[set[int], set[int]]:
+    """The projects whose events the user may see, and the workspaces whose project-less
+    events (workspace membership, for example) they may see."""
+    project_ids = set(
+        Project.objects.filter(project_visibility_q(user)).values_list("pk", flat=True)
+    )
+    return project_ids, set(user_roles(user))
+
+
+def event_visibility_q(*, project_ids: set[int], workspace_ids: set[int]) -> Q:
+    return Q(project_id__in=project_ids) | Q(
+        project_id__isnull=True, workspace_id__in=workspace_ids
+    )
+
+
+def event_list(*, user) -> QuerySet:
+    project_ids, workspace_ids = visible_scope(user=user)
+    return Event.objects.filter(
+        event_visibility_q(project_ids=project_ids, workspace_ids=workspace_ids)
+    )
+
+
+def types_q(patterns: list[str]) -> Q:
+    """SQL for ``kind_matches``: exact kinds, ``family.*`` prefixes, or everything."""
+    if "*" in patterns:
+        return Q()
+    condition = Q(pk__in=[])
+    for pattern in patterns:
+        if pattern.endswith(".*"):
+            condition |= Q(type__startswith=pattern[:-1])
+        else:
+            condition |= Q(type=pattern)
+    return condition
+
+
+def webhook_list(*, project: Project) -> QuerySet:
+    return Webhook.objects.filter(project=project).order_by("id")
+
+
+def webhook_get(*, user, webhook_id) -> Webhook | None:
+    return (
+        Webhook.objects.filter(project__in=Project.objects.filter(project_visibility_q(user)))
+        .select_related("project")
+        .filter(pk=webhook_id)
+        .first()
+    )
+
+
+def delivery_list(*, webhook: Webhook) -> QuerySet:
+    return Delivery.objects.filter(webhook=webhook).select_related("event").order_by("-id")
+
+
+def delivery_get(*, webhook: Webhook, delivery_id) -> Delivery | None:
+    return (
+        Delivery.objects.filter(webhook=webhook, pk=delivery_id)
+        .select_related("event", "webhook__project")
+        .prefetch_related("attempt_log")
+        .first()
+    )

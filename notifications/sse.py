@@ -1,0 +1,170 @@
+"""``GET /v1/events/stream``: Server-Sent Events over the hub of notifications/stream.py.
+
+The request is checked like any other (credentials, scope, filters: errors are the usual JSON
+envelope); then the response streams from an async generator, so it needs the ASGI server
+(``collab.asgi``), where one process holds thousands of streams.
+
+A stream replays what came after ``Last-Event-ID`` from the durable log, then goes live. To
+leave no hole between the two, it subscribes to the hub first, replays up to the id the hub
+stood at, and only then drains what the hub queued meanwhile (skipping what it replayed).
+"""
+
+import asyncio
+import time
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.http import Http404
+
+from collab.api.exceptions import BadRequest
+from projects import selectors as project_selectors
+
+from . import selectors, stream
+from .filters import TypesField
+
+REFRESH_SECONDS = 60.0
+
+
+def parse_last_event_id(request) -> int | None:
+    raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
+    if raw in (None, ""):
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19):
+        raise BadRequest(
+            "Last-Event-ID must be an event id.",
+            details={"last_event_id": [f"Expected a non-negative integer, got '{raw}'."]},
+        )
+    return int(raw)
+
+
+def stream_options(request) -> dict:
+    """The stream's subscriber and starting point, checked now: a bad filter answers 400, an
+    unseen project 404 (before the response starts, so in the JSON envelope)."""
+    params = request.query_params
+    only_project = None
+    raw_project = params.get("project_id")
+    if raw_project is not None:
+        if not (raw_project.isascii() and raw_project.isdigit() and len(raw_project) <= 19):
+            raise BadRequest(
+                "Invalid query parameters.", details={"project_id": ["Enter a whole number."]}
+            )
+        project = project_selectors.project_get(
+            user=request.user, project_id=raw_project, with_team_count=False
+        )
+        if project is None:
+            raise Http404
+        only_project = project.pk
+    types = None
+    if params.get("types") is not None:
+        try:
+            types = TypesField(required=False).clean(params["types"]) or None
+        except ValidationError as exc:
+            raise BadRequest("Invalid query parameters.", details={"types": exc.messages}) from None
+        if types is None:
+            raise BadRequest(
+                "Invalid query parameters.", details={"types": ["An empty value is not allowed."]}
+            )
+    project_ids, workspace_ids = selectors.visible_scope(user=request.user)
+    subscriber = stream.Subscriber(
+        project_ids=project_ids,
+        workspace_ids=workspace_ids,
+        types=types,
+        only_project=only_project,
+    )
+    return {"subscriber": subscriber, "last_event_id": parse_last_event_id(request)}
+
+
+def resync_frame(current: int, last_event_id: int, purged: int) -> bytes:
+    """What a client resuming from a purged id gets instead of a replay with a hole in it;
+    its id is the log's current one, so a reconnection does not ask again."""
+    return (
+        b"id: %d\nevent: resync_required\ndata: "
+        b'{"last_event_id": %d, "purged_through_id": %d}\n\n' % (current, last_event_id, purged)
+    )
+
+
+async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: int | None):
+    hub = stream.hub()
+    boundary = await hub.subscribe(subscriber)
+    replayed: set[int] = set()
+    try:
+        yield b": connected\n\n"
+        if last_event_id is not None and last_event_id < boundary:
+            purged = await stream.in_thread(stream.purged_through)
+            if last_event_id < purged:
+                yield resync_frame(boundary, last_event_id, purged)
+            else:
+                async for event in _replay(subscriber, last_event_id, boundary):
+                    replayed.add(event.id)
+                    yield event.frame()
+        refreshed = time.monotonic()
+        while True:
+            try:
+                item = await asyncio.wait_for(
+                    subscriber.queue.get(), timeout=settings.EVENT_STREAM_HEARTBEAT_SECONDS
+                )
+            except TimeoutError:
+                yield b": heartbeat\n\n"
+                continue
+            if item is stream.CLOSE:
+                return
+            if item.id in replayed:
+                continue
+            yield item.frame()
+            if time.monotonic() - refreshed > REFRESH_SECONDS:
+                # Projects shared or taken away since the stream opened.
+                refreshed = time.monotonic()
+                subscriber.project_ids, subscriber.workspace_ids = await stream.in_thread(
+                    selectors.visible_scope, user=user
+                )
+    finally:
+        hub.unsubscribe(subscriber)
+
+
+async def _replay(subscriber: stream.Subscriber, after: int, upto: int):
+    query = selectors.event_visibility_q(
+        project_ids=subscriber.project_ids, workspace_ids=subscriber.workspace_ids
+    )
+    if subscriber.only_project is not None:
+        query &= Q(project_id=subscriber.only_project)
+    if subscriber.types is not None:
+        query &= selectors.types_q(subscriber.types)
+    cursor = after
+    while True:
+        events = await stream.in_thread(stream.events_after, cursor, upto=upto, query=query)
+        for event in events:
+            yield event
+        if len(events) < stream.BATCH:
+            return
+        cursor = events[-1].id
+
+
+def event_stream_sync(*, user, subscriber: stream.Subscriber, last_event_id: int | None):
+    """The same stream for a WSGI server (or the test client): each stream holds a thread
+    and polls the log. ``collab.asgi`` is what production and ./run serve."""
+    current = stream.last_event_id()
+    yield b": connected\n\n"
+    start = current
+    if last_event_id is not None and last_event_id < current:
+        purged = stream.purged_through()
+        if last_event_id < purged:
+            yield resync_frame(current, last_event_id, purged)
+        else:
+            start = last_event_id
+    reader = stream.LogReader(start)
+    quiet_since = time.monotonic()
+    while True:
+        sent = False
+        events = reader.read()
+        stream.release_connection()
+        for event in events:
+            if subscriber.wants(event):
+                sent = True
+                yield event.frame()
+        if sent:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settings.EVENT_STREAM_HEARTBEAT_SECONDS:
+            quiet_since = time.monotonic()
+            yield b": heartbeat\n\n"
+        time.sleep(settings.EVENT_STREAM_POLL_SECONDS)

@@ -1,0 +1,269 @@
+"""The real-time event stream's engine: one hub per server process, many subscribers.
+
+Each process runs one hub task on its event loop. It reads the log once for everyone (events
+after the last id it saw) whenever it is woken, and hands each event, serialised once, to the
+subscribers allowed to see it. Wake-ups come over Redis pub/sub (``wake`` publishes the id
+after commit); without Redis the hub polls the log every ``EVENT_STREAM_POLL_SECONDS``, and
+with Redis it still polls now and then, in case a wake-up was lost.
+
+Ids are handed out before commit, so on PostgreSQL event 12 can become visible after event 13.
+The hub remembers the ids it skipped and looks for them again for ``GAP_SECONDS``; an id still
+missing after that belonged to a transaction that rolled back.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+import weakref
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.db.models import Max, Q
+
+from collab.api.renderers import dumps
+
+from .catalogue import kind_matches
+from .models import Event, EventLogState
+
+logger = logging.getLogger("collab.stream")
+
+GAP_SECONDS = 10.0
+BATCH = 500
+CLOSE = object()
+
+_redis_client = None
+
+
+def wake(event_id: int) -> None:
+    """Tell every process's hub that the log grew (after commit; best effort)."""
+    global _redis_client
+    if not settings.REDIS_URL:
+        return
+    import redis
+
+    try:
+        if _redis_client is None:
+            _redis_client = redis.Redis.from_url(
+                settings.REDIS_URL, socket_connect_timeout=0.5, socket_timeout=0.5
+            )
+        _redis_client.publish(settings.EVENT_STREAM_CHANNEL, str(event_id))
+    except redis.RedisError as exc:
+        # The hubs poll the log as well: the event reaches the streams a little later.
+        logger.warning("Could not publish the wake-up for event %s: %s", event_id, exc)
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    id: int
+    type: str
+    workspace_id: int
+    project_id: int | None
+    payload: bytes
+
+    def frame(self) -> bytes:
+        return b"id: %d\nevent: %s\ndata: %s\n\n" % (self.id, self.type.encode(), self.payload)
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One open stream: what it may see, what it asked for, and its queue."""
+
+    project_ids: set[int]
+    workspace_ids: set[int]
+    types: list[str] | None
+    only_project: int | None = None
+    queue: asyncio.Queue = field(
+        default_factory=lambda: asyncio.Queue(settings.EVENT_STREAM_QUEUE_SIZE)
+    )
+    overflowed: bool = False
+
+    def wants(self, event: StreamEvent) -> bool:
+        if self.only_project is not None and event.project_id != self.only_project:
+            return False
+        if event.project_id is None:
+            visible = event.workspace_id in self.workspace_ids
+        else:
+            visible = event.project_id in self.project_ids
+        return visible and (self.types is None or kind_matches(event.type, self.types))
+
+    def push(self, item) -> None:
+        if self.overflowed:
+            return
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            # A client too slow to keep up is dropped; it resumes with Last-Event-ID.
+            self.overflowed = True
+            self.queue._queue.clear()  # noqa: SLF001 - make room for the closing marker
+            self.queue.put_nowait(CLOSE)
+
+
+def _stream_events(rows) -> list[StreamEvent]:
+    return [
+        StreamEvent(
+            event.id, event.type, event.workspace_id, event.project_id, dumps(event.as_payload())
+        )
+        for event in rows
+    ]
+
+
+def events_after(
+    after_id: int, *, gaps: list[int] = (), upto: int | None = None, query: Q | None = None
+) -> list[StreamEvent]:
+    condition = Q(id__gt=after_id)
+    if upto is not None:
+        condition &= Q(id__lte=upto)
+    if gaps:
+        condition |= Q(id__in=gaps)
+    rows = Event.objects.filter(condition)
+    if query is not None:
+        rows = rows.filter(query)
+    return _stream_events(rows.order_by("id")[:BATCH])
+
+
+def last_event_id() -> int:
+    return Event.objects.aggregate(last=Max("id"))["last"] or 0
+
+
+def purged_through() -> int:
+    state = EventLogState.objects.filter(pk=1).first()
+    return state.purged_through_id if state else 0
+
+
+def release_connection() -> None:
+    """Give this thread's database connection back (to the pool, when there is one).
+
+    A stream lives for hours: whatever it holds between reads, thousands of streams hold.
+    Never in the middle of a transaction (the test client runs streams inside one).
+    """
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+async def in_thread(function, *args, **kwargs):
+    """Run database work from the event loop on a pooled thread, on a usable connection."""
+
+    def run():
+        close_old_connections()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            release_connection()
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+class LogReader:
+    """Reads the log forward from an id, every event once, including late commits.
+
+    Ids are taken before commit: when a read jumps from 10 to 13, ids 11 and 12 are looked for
+    again on the next reads for ``GAP_SECONDS``, after which they are taken as rolled back.
+    """
+
+    def __init__(self, after: int):
+        self.last_id = after
+        self.gaps: dict[int, float] = {}
+
+    def read(self) -> list[StreamEvent]:
+        now = time.monotonic()
+        self.gaps = {gap: seen for gap, seen in self.gaps.items() if now - seen < GAP_SECONDS}
+        found: list[StreamEvent] = []
+        while True:
+            events = events_after(self.last_id, gaps=list(self.gaps))
+            for event in events:
+                if event.id in self.gaps:
+                    del self.gaps[event.id]
+                elif event.id > self.last_id:
+                    for missing in range(self.last_id + 1, min(event.id, self.last_id + 1000)):
+                        self.gaps.setdefault(missing, now)
+                    self.last_id = event.id
+            found.extend(events)
+            if len(events) < BATCH:
+                return found
+
+
+class Hub:
+    def __init__(self):
+        self.subscribers: set[Subscriber] = set()
+        self.reader: LogReader | None = None
+        self.woken = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    async def subscribe(self, subscriber: Subscriber) -> int:
+        """Add a subscriber; returns the id it will see events after."""
+        if self.task is None or self.task.done():
+            self.ready.clear()
+            self.task = asyncio.create_task(self._run(), name="collab-event-hub")
+        await self.ready.wait()
+        self.subscribers.add(subscriber)
+        return self.reader.last_id
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+
+    async def _run(self) -> None:
+        start = await in_thread(last_event_id)
+        self.reader = LogReader(start)
+        self.ready.set()
+        listener = asyncio.create_task(self._listen()) if settings.REDIS_URL else None
+        interval = (
+            settings.EVENT_STREAM_SAFETY_POLL_SECONDS
+            if settings.REDIS_URL
+            else settings.EVENT_STREAM_POLL_SECONDS
+        )
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.woken.wait(), timeout=interval)
+                self.woken.clear()
+                # Read even with nobody subscribed: the next subscriber starts from a cursor
+                # that is current, not from where the hub stood when the last one left.
+                try:
+                    events = await in_thread(self.reader.read)
+                except Exception:
+                    # The database may be restarting: keep the streams open and try again.
+                    logger.exception("The event hub could not read the log")
+                    await asyncio.sleep(1)
+                    continue
+                for event in events:
+                    for subscriber in list(self.subscribers):
+                        if subscriber.wants(event):
+                            subscriber.push(event)
+        finally:
+            if listener is not None:
+                listener.cancel()
+
+    async def _listen(self) -> None:
+        """Redis pub/sub wake-ups; on a Redis failure the hub falls back to its polling."""
+        import redis.asyncio as aioredis
+
+        while True:
+            client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
+            try:
+                async with client.pubsub() as pubsub:
+                    await pubsub.subscribe(settings.EVENT_STREAM_CHANNEL)
+                    async for message in pubsub.listen():
+                        if message.get("type") == "message":
+                            self.woken.set()
+            except (aioredis.RedisError, OSError) as exc:
+                logger.warning("Event stream wake-ups unavailable, polling: %s", exc)
+                self.woken.set()
+                await asyncio.sleep(settings.EVENT_STREAM_SAFETY_POLL_SECONDS)
+            finally:
+                await client.aclose()
+
+
+_hubs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub]" = weakref.WeakKeyDictionary()
+
+
+def hub() -> Hub:
+    """This event loop's hub (one per server process; tests may run several loops)."""
+    loop = asyncio.get_running_loop()
+    current = _hubs.get(loop)
+    if current is None:
+        current = _hubs[loop] = Hub()
+    return current

@@ -1,0 +1,208 @@
+"""Real processes for end-to-end tests: the ASGI server as production runs it, Celery workers
+(with beat) and a private Redis, all on 127.0.0.1 and all on the live test database.
+
+Used by transactional tests (``django_db(transaction=True)``): the rows a test makes are
+committed, so the processes see them.
+"""
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(settings.BASE_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def require_services() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the processes need the test database: PostgreSQL (DATABASE_URL)")
+    if not settings.REDIS_URL:
+        pytest.skip("needs REDIS_URL")
+
+
+def database_url() -> str:
+    """The live test database, for other processes to see the rows this test made."""
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "", safe="")
+    if db["PASSWORD"]:
+        auth += ":" + quote(db["PASSWORD"], safe="")
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}{port}/{db['NAME']}"
+
+
+def process_env(**overrides: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "collab.settings.test",
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update(overrides)
+    return env
+
+
+def http_get(port: int, path: str, headers: dict | None = None, timeout: float = 10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("ab") as output:
+        return subprocess.Popen(  # noqa: S603 - our own processes, fixed arguments
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+
+
+@contextmanager
+def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
+    """gunicorn with uvicorn workers on ``collab.asgi``, as production and compose run it."""
+    port = free_port()
+    log = tmp_path / f"server-{port}.log"
+    command = [sys.executable, "-m", "gunicorn", "collab.asgi", "--bind", f"127.0.0.1:{port}"]
+    command += ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers)]
+    command += ["--log-level", "warning", "--graceful-timeout", "2"]
+    process = _spawn(command, env, log)
+    try:
+        deadline = time.monotonic() + 40
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if http_get(port, "/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "server did not start:\n" + log.read_text()
+            time.sleep(0.1)
+        yield port
+    finally:
+        _stop(process)
+
+
+class Worker:
+    """A Celery worker process (beat embedded), which a test may kill and start again."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path, beat: bool = True):
+        self.env, self.tmp_path, self.beat = env, tmp_path, beat
+        self.log = tmp_path / "worker.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Worker":
+        command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--pool", "solo"]
+        command += ["--loglevel", "INFO", "--without-mingle", "--without-gossip"]
+        command += ["--hostname", f"test-{free_port()}@%h"]
+        if self.beat:
+            command += ["--beat", "--schedule", str(self.tmp_path / "beat-schedule")]
+        self.process = _spawn(command, self.env, self.log)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to finish, acknowledge or clean up."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+
+    def purge(self) -> None:
+        """Drop what is still queued (sweeps beat sent while the worker was busy, say), so the
+        next test's worker starts on an empty queue."""
+        from collab.celery import app
+
+        with app.connection_for_write(self.env["REDIS_URL"]) as conn:
+            try:
+                conn.ensure_connection(max_retries=1)
+            except conn.connection_errors:
+                return  # the test's own broker is gone, and its queue with it
+            app.control.purge(connection=conn)
+
+    def output(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+
+@contextmanager
+def celery_worker(env: dict[str, str], tmp_path: Path, beat: bool = True):
+    worker = Worker(env, tmp_path, beat=beat).start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        worker.purge()
+
+
+class RedisServer:
+    """A private redis-server on a free port, which a test may stop and start again."""
+
+    def __init__(self, tmp_path: Path):
+        if shutil.which("redis-server") is None:
+            pytest.skip("needs redis-server on the PATH")
+        self.port = free_port()
+        self.tmp_path = tmp_path
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+        command += ["--save", "", "--appendonly", "no", "--dir", str(self.tmp_path)]
+        self.process = _spawn(command, dict(os.environ), self.tmp_path / "redis.log")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.5).close()
+                return self
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+            self.process = None
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = ""):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, message or "condition not met in time"
+        time.sleep(interval)

@@ -1,0 +1,311 @@
+"""The event stream and the event list.
+
+The stream is read with a real SSE client (httpx-sse) from the ASGI server that production
+runs; its refusals, which are ordinary JSON answers, also through the test client.
+"""
+
+import queue
+import threading
+import time
+
+import httpx
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from httpx_sse import connect_sse
+
+from collab.api.scopes import ALL_SCOPES
+from notifications.models import Event, EventLogState
+from tests.conftest import assert_error, assert_ok, client_for
+from tests.factories import make_api_key, make_issue
+from tests.liveserver import asgi_server, process_env, require_services
+
+STREAM = "/v1/events/stream"
+
+
+# Refusals: JSON envelopes, whatever the client accepts -----------------------------------
+
+
+def test_stream_without_credentials_is_401(api):
+    response = api.anonymous.get(STREAM, HTTP_ACCEPT="text/event-stream")
+    assert_error(response, 401, "UNAUTHORIZED")
+    assert response["Content-Type"] == "application/json"
+
+
+def test_stream_needs_projects_read(world):
+    client = client_for(world.owner, scopes=["issues:read"])
+    error = assert_error(client.get(STREAM, HTTP_ACCEPT="text/event-stream"), 403, "FORBIDDEN")
+    assert error["details"]["required_scope"] == "projects:read"
+
+
+@pytest.mark.parametrize(
+    "query, name",
+    [
+        ("types=issue.exploded", "types"),
+        ("types=", "types"),
+        ("project_id=abc", "project_id"),
+        ("last_event_id=-1", "last_event_id"),
+        ("last_event_id=x", "last_event_id"),
+    ],
+)
+def test_stream_refuses_bad_parameters_with_400(api, world, query, name):
+    error = assert_error(api.owner.get(f"{STREAM}?{query}"), 400, "BAD_REQUEST")
+    assert name in error["details"]
+
+
+def test_stream_refuses_a_bad_last_event_id_header(api, world):
+    response = api.owner.get(STREAM, HTTP_LAST_EVENT_ID="yesterday")
+    assert "last_event_id" in assert_error(response, 400, "BAD_REQUEST")["details"]
+
+
+def test_stream_of_another_workspaces_project_is_404(api, world):
+    response = api.owner.get(f"{STREAM}?project_id={world.other_project.pk}")
+    assert_error(response, 404, "NOT_FOUND")
+
+
+# The event list ----------------------------------------------------------------------------
+
+
+def test_event_list_shows_only_what_the_caller_may_see(api, world):
+    mine = make_issue(world.project, world.owner, title="Ours")
+    make_issue(world.other_project, world.outsider, title="Theirs")
+    body = assert_ok(api.owner.get("/v1/events?per_page=100"))
+    projects = {event["project_id"] for event in body["data"]}
+    assert world.other_project.pk not in projects
+    created = [e for e in body["data"] if e["type"] == "issue.created"]
+    assert [e["data"]["issue"]["id"] for e in created] == [mine.pk]
+    assert body["meta"]["total"] == len(body["data"])
+    theirs = assert_ok(api.outsider.get("/v1/events?per_page=100"))["data"]
+    assert {e["project_id"] for e in theirs} <= {world.other_project.pk, None}
+    assert all(e["workspace_id"] == world.globex.pk for e in theirs)
+
+
+def test_event_list_filters(api, world):
+    issue = make_issue(world.project, world.owner)
+    assert_ok(api.owner.patch(f"/v1/issues/{issue.pk}", {"status": "closed"}, format="json"))
+    closed = assert_ok(api.owner.get("/v1/events?types=issue.closed"))["data"]
+    assert [e["type"] for e in closed] == ["issue.closed"]
+    family = assert_ok(api.owner.get(f"/v1/events?types=issue.*&project_id={world.project.pk}"))
+    assert {e["type"] for e in family["data"]} == {"issue.created", "issue.closed"}
+    first = min(e["id"] for e in family["data"])
+    after = assert_ok(api.owner.get(f"/v1/events?types=issue.*&after_id={first}&sort=id"))
+    assert [e["type"] for e in after["data"]] == ["issue.closed"]
+
+
+@pytest.mark.parametrize("query", ["types=nope", "project_id=x", "after_id=-3", "sort=type"])
+def test_event_list_bad_filters_are_400(api, world, query):
+    assert_error(api.owner.get(f"/v1/events?{query}"), 400, "BAD_REQUEST")
+
+
+def test_event_list_query_count_is_constant(api, world):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert_ok(api.owner.get("/v1/events?per_page=100"))
+        return len(queries)
+
+    count()
+    make_issue(world.project, world.owner)
+    small = count()
+    for n in range(25):
+        make_issue(world.project, world.owner, title=f"Issue {n}")
+    assert count() == small
+
+
+def test_event_list_needs_credentials(api):
+    assert_error(api.anonymous.get("/v1/events"), 401, "UNAUTHORIZED")
+
+
+# The stream over a real server -------------------------------------------------------------
+
+
+class Reader:
+    """An SSE client on its own thread, collecting events into a queue."""
+
+    def __init__(self, port: int, key: str, query: str = "", last_event_id: int | None = None):
+        self.events: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+        self.connected = threading.Event()
+        headers = {"Authorization": f"Bearer {key}"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        self.url = f"http://127.0.0.1:{port}{STREAM}{'?' + query if query else ''}"
+        self.headers = headers
+        self.status: int | None = None
+        self.content_type = ""
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        assert self.connected.wait(15), "the stream did not open"
+
+    def _run(self):
+        with (
+            httpx.Client(timeout=httpx.Timeout(30, read=60)) as client,
+            connect_sse(client, "GET", self.url, headers=self.headers) as source,
+        ):
+            self.status = source.response.status_code
+            self.content_type = source.response.headers["content-type"]
+            self.connected.set()
+            try:
+                for event in source.iter_sse():
+                    # The SSE rule: no data, nothing to dispatch (httpx-sse hands comment
+                    # blocks, our heartbeats, over as empty events once an id was seen).
+                    if event.data:
+                        self.events.put(event)
+                    if self.stop.is_set():
+                        return
+            except httpx.HTTPError:
+                if not self.stop.is_set():  # the server went away before the test ended
+                    raise
+
+    def take(self, count: int, timeout: float = 15) -> list:
+        got = []
+        deadline = time.monotonic() + timeout
+        while len(got) < count:
+            try:
+                got.append(self.events.get(timeout=max(0.01, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return got
+
+    def close(self):
+        self.stop.set()
+
+
+@pytest.fixture
+def live(world, tmp_path):
+    require_services()
+    env = process_env(EVENT_STREAM_HEARTBEAT_SECONDS="1", DATABASE_POOL="1")
+    with asgi_server(env, tmp_path) as port:
+        yield port
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_live_events_reach_the_stream(world, live):
+    key = make_api_key(world.owner, ALL_SCOPES)
+    reader = Reader(live, key)
+    assert reader.status == 200 and reader.content_type.startswith("text/event-stream")
+    started = time.monotonic()
+    issue = make_issue(world.project, world.owner, title="Live one")
+    [frame] = reader.take(1)
+    latency = time.monotonic() - started
+    event = Event.objects.get(type="issue.created")
+    assert frame.event == "issue.created"
+    assert frame.id == str(event.pk)
+    assert frame.json() == event.as_payload()
+    assert frame.json()["data"]["issue"]["id"] == issue.pk
+    assert latency < 5
+    reader.close()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_replay_after_last_event_id_then_live(world, live):
+    key = make_api_key(world.owner, ALL_SCOPES)
+    issues = [make_issue(world.project, world.owner, title=f"Before {n}") for n in range(3)]
+    ids = list(
+        Event.objects.filter(type="issue.created").order_by("id").values_list("id", flat=True)
+    )
+    reader = Reader(live, key, query="types=issue.*", last_event_id=ids[0])
+    replayed = reader.take(2)
+    assert [int(frame.id) for frame in replayed] == ids[1:]
+    assert [frame.json()["data"]["issue"]["id"] for frame in replayed] == [
+        issue.pk for issue in issues[1:]
+    ]
+    after = make_issue(world.project, world.owner, title="After")
+    [live_frame] = reader.take(1)
+    assert live_frame.json()["data"]["issue"]["id"] == after.pk
+    reader.close()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_dropped_and_resumed_stream_misses_nothing(world, live):
+    key = make_api_key(world.owner, ALL_SCOPES)
+    reader = Reader(live, key, query=f"project_id={world.project.pk}&types=issue.created")
+    make_issue(world.project, world.owner, title="Seen")
+    [seen] = reader.take(1)
+    reader.close()
+    missed = [make_issue(world.project, world.owner, title=f"Missed {n}") for n in range(3)]
+    resumed = Reader(
+        live,
+        key,
+        query=f"project_id={world.project.pk}&types=issue.created",
+        last_event_id=int(seen.id),
+    )
+    frames = resumed.take(3)
+    assert [f.json()["data"]["issue"]["id"] for f in frames] == [issue.pk for issue in missed]
+    assert resumed.take(1, timeout=1.5) == [], "nothing twice"
+    resumed.close()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_filters_and_visibility_across_workspaces(world, live):
+    outsider = Reader(live, make_api_key(world.outsider, ALL_SCOPES))
+    closed_only = Reader(live, make_api_key(world.owner, ALL_SCOPES), query="types=issue.closed")
+    ours = make_issue(world.project, world.owner, title="Acme's")
+    from issues.services import issue_update
+
+    issue_update(issue=ours, actor=world.owner, data={"status": "closed"})
+    theirs = make_issue(world.other_project, world.outsider, title="Globex's")
+
+    [closed] = closed_only.take(1)
+    assert closed.event == "issue.closed" and closed.json()["data"]["issue"]["id"] == ours.pk
+    frames = outsider.take(1)
+    assert [f.json()["data"]["issue"]["id"] for f in frames] == [theirs.pk]
+    assert outsider.take(1, timeout=1.5) == [], "Acme's events never reach Globex"
+    assert closed_only.take(1, timeout=1) == []
+    outsider.close()
+    closed_only.close()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_heartbeats_and_resync_required(world, live):
+    key = make_api_key(world.owner, ALL_SCOPES)
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream(
+            "GET", f"http://127.0.0.1:{live}{STREAM}", headers={"Authorization": f"Bearer {key}"}
+        ) as response,
+    ):
+        lines = response.iter_lines()
+        seen = [next(lines) for _ in range(4)]
+    assert seen[:2] == [": connected", ""]
+    assert ": heartbeat" in seen, seen
+
+    make_issue(world.project, world.owner, title="Purged")
+    kept = make_issue(world.project, world.owner, title="Kept")
+    first, second = Event.objects.filter(type="issue.created").values_list("id", flat=True)
+    # The log was purged through the first: resuming before it cannot be exact.
+    EventLogState.objects.update_or_create(pk=1, defaults={"purged_through_id": first})
+    reader = Reader(live, key, last_event_id=first - 1)
+    [frame] = reader.take(1)
+    assert frame.event == "resync_required"
+    assert frame.json() == {"last_event_id": first - 1, "purged_through_id": first}
+    assert int(frame.id) >= second
+    reader.close()
+    # Resuming from the last purged id itself misses nothing.
+    reader = Reader(live, key, query="types=issue.created", last_event_id=first)
+    [frame] = reader.take(1)
+    assert frame.json()["data"]["issue"]["id"] == kept.pk
+    reader.close()
+
+
+def test_the_stream_also_runs_under_wsgi(api, world, settings):
+    """Without the ASGI server (gunicorn collab.wsgi, the test client) a stream holds a thread
+    and polls the log: slower to scale, same frames."""
+    settings.EVENT_STREAM_POLL_SECONDS = 0.05
+    settings.EVENT_STREAM_HEARTBEAT_SECONDS = 0.2
+    response = api.owner.get(f"{STREAM}?types=issue.created")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/event-stream"
+    frames = iter(response.streaming_content)
+    assert next(frames) == b": connected\n\n"
+    assert next(frames) == b": heartbeat\n\n"
+    issue = make_issue(world.project, world.owner, title="Polled")
+    frame = next(frames)
+    event = Event.objects.get(type="issue.created")
+    assert frame.startswith(b"id: %d\nevent: issue.created\ndata: " % event.pk)
+    assert b'"title":"Polled"' in frame and str(issue.pk).encode() in frame
+    response.close()
