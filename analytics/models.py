@@ -3,7 +3,9 @@
 A ``ProjectDay`` row holds, for one project and one UTC day, the counts and duration sums
 behind every metric. Rows are written only by ``analytics.services`` with upserts on the
 (project, day) key, so running a rollup twice leaves the same rows. Days without any
-activity have no row. Today is never stored: readers compute it live from the sources.
+activity have no row. The day after the last whole day stored may hold a partial row: what
+happened from its midnight up to ``RollupState.partial_through``; readers count the rest of it
+live from the sources.
 """
 
 from django.db import models
@@ -65,14 +67,16 @@ class ReopenRollup(models.Model):
 
 
 class RollupState(models.Model):
-    """How far the rollups of a project go: every day up to ``through`` is stored (readers
-    compute the days after it live), and commits up to ``last_commit_id`` are counted
-    (a sync can bring commits dated in the past, whose days are then rolled up again)."""
+    """How far the rollups of a project go: every day up to ``through`` is stored, and, when
+    ``partial_through`` is set, the next day from its midnight up to that moment (readers
+    compute what comes after live); commits up to ``last_commit_id`` are counted (a sync can
+    bring commits dated in the past, whose days are then rolled up again)."""
 
     project = models.OneToOneField(
         "projects.Project", on_delete=models.CASCADE, primary_key=True, related_name="+"
     )
     through = models.DateField(null=True, blank=True)
+    partial_through = models.DateTimeField(null=True, blank=True)
     last_commit_id = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -60,16 +60,26 @@ class Span:
 def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime) -> Span:
     """What happened in ``[start, end)`` in these projects."""
     span = Span()
-    throughs = dict(
-        RollupState.objects.filter(project_id__in=project_ids).values_list("project_id", "through")
-    )
+    states = {
+        project_id: (through, partial_through)
+        for project_id, through, partial_through in RollupState.objects.filter(
+            project_id__in=project_ids
+        ).values_list("project_id", "through", "partial_through")
+    }
     # Projects are grouped by how far their rollups go (almost always one group): a project
     # the job has not reached yet is counted live without making the others live too.
-    groups: dict[date | None, list[int]] = defaultdict(list)
+    groups: dict[tuple, list[int]] = defaultdict(list)
     for project_id in project_ids:
-        groups[throughs.get(project_id)].append(project_id)
-    for through, ids in groups.items():
-        _span_add(span, project_ids=ids, through=through, start=start, end=end)
+        groups[states.get(project_id, (None, None))].append(project_id)
+    for (through, partial_through), ids in groups.items():
+        _span_add(
+            span,
+            project_ids=ids,
+            through=through,
+            partial_through=partial_through,
+            start=start,
+            end=end,
+        )
     return span
 
 
@@ -78,6 +88,7 @@ def _span_add(
     *,
     project_ids: list[int],
     through: date | None,
+    partial_through: datetime | None,
     start: datetime | None,
     end: datetime,
 ) -> None:
@@ -87,6 +98,17 @@ def _span_add(
         aligned = start == day_start(start.date())
         rolled_first = start.date() if aligned else start.date() + timedelta(days=1)
     rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
+    covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
+    # The day after ``through`` stored up to ``partial_through``: usable when the span takes
+    # that day from its midnight and goes on past the moment.
+    partial_day = partial_through.astimezone(UTC).date() if partial_through else None
+    if (
+        partial_day is not None
+        and partial_day == through + timedelta(days=1)
+        and partial_through <= end
+        and (rolled_first is None or rolled_first <= partial_day)
+    ):
+        rolled_last, covered_until = partial_day, partial_through
     if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
         live.append((start, end))
     else:
@@ -102,9 +124,8 @@ def _span_add(
             day = row.pop("day")
             span.days[day].add(Stats(**row))
         span.undone.extend(reopens.values_list("closed_hour", "count", "resolution_seconds"))
-        tail = day_start(rolled_last + timedelta(days=1))
-        if tail < end:
-            live.append((tail, end))
+        if covered_until < end:
+            live.append((covered_until, end))
     for live_start, live_end in live:
         collected = stats_collect(project_ids=project_ids, start=live_start, end=live_end)
         for (_project, day), stats in collected.days.items():

@@ -8,6 +8,7 @@ the same rows.
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
@@ -31,6 +32,23 @@ def rollup_days(*, project_id: int, first: date, last: date) -> int:
     collected = stats_collect(
         project_ids=[project_id], start=day_start(first), end=day_start(last + timedelta(days=1))
     )
+    with transaction.atomic():
+        return _days_store(project_id=project_id, first=first, last=last, collected=collected)
+
+
+def rollup_partial_day(*, project_id: int, until: datetime) -> None:
+    """Store the day of ``until`` from its midnight up to ``until``, and say so in the
+    project's state, in one transaction: readers then count only what came after live."""
+    day = until.astimezone(UTC).date()
+    collected = stats_collect(project_ids=[project_id], start=day_start(day), end=until)
+    with transaction.atomic():
+        _days_store(project_id=project_id, first=day, last=day, collected=collected)
+        RollupState.objects.filter(project_id=project_id).update(partial_through=until)
+
+
+def _days_store(*, project_id: int, first: date, last: date, collected) -> int:
+    """Replace the stored rows of days ``first``..``last`` with ``collected`` (inside the
+    caller's transaction)."""
     rows = [
         ProjectDay(project_id=project_id, day=day, **stats.as_dict())
         for (_project, day), stats in sorted(collected.days.items())
@@ -46,30 +64,29 @@ def rollup_days(*, project_id: int, first: date, last: date) -> int:
         )
         for (_project, day, hour), (count, seconds) in sorted(collected.reopens.items())
     ]
-    with transaction.atomic():
-        # A day whose activity vanished (deleted issues, a removed repository) loses its rows.
-        ProjectDay.objects.filter(project_id=project_id, day__gte=first, day__lte=last).exclude(
-            day__in=[row.day for row in rows]
-        ).delete()
-        ProjectDay.objects.bulk_create(
-            rows,
-            update_conflicts=True,
-            unique_fields=["project", "day"],
-            update_fields=list(STAT_FIELDS),
-        )
-        kept = {(row.day, row.closed_hour) for row in reopens}
-        stored = ReopenRollup.objects.filter(
-            project_id=project_id, day__gte=first, day__lte=last
-        ).values_list("pk", "day", "closed_hour")
-        ReopenRollup.objects.filter(
-            pk__in=[pk for pk, day, hour in stored if (day, hour) not in kept]
-        ).delete()
-        ReopenRollup.objects.bulk_create(
-            reopens,
-            update_conflicts=True,
-            unique_fields=["project", "day", "closed_hour"],
-            update_fields=["count", "resolution_seconds"],
-        )
+    # A day whose activity vanished (deleted issues, a removed repository) loses its rows.
+    ProjectDay.objects.filter(project_id=project_id, day__gte=first, day__lte=last).exclude(
+        day__in=[row.day for row in rows]
+    ).delete()
+    ProjectDay.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["project", "day"],
+        update_fields=list(STAT_FIELDS),
+    )
+    kept = {(row.day, row.closed_hour) for row in reopens}
+    stored = ReopenRollup.objects.filter(
+        project_id=project_id, day__gte=first, day__lte=last
+    ).values_list("pk", "day", "closed_hour")
+    ReopenRollup.objects.filter(
+        pk__in=[pk for pk, day, hour in stored if (day, hour) not in kept]
+    ).delete()
+    ReopenRollup.objects.bulk_create(
+        reopens,
+        update_conflicts=True,
+        unique_fields=["project", "day", "closed_hour"],
+        update_fields=["count", "resolution_seconds"],
+    )
     return len(rows)
 
 
@@ -140,8 +157,13 @@ def rollup_project(
         if progress is not None:
             progress((last - first).days + 1)
     RollupState.objects.filter(project_id=project_id).update(
-        through=yesterday, last_commit_id=last_commit_id, updated_at=now
+        through=yesterday, partial_through=None, last_commit_id=last_commit_id, updated_at=now
     )
+    # Today up to a few minutes ago: a request then counts live only what is newer. The margin
+    # leaves out what a transaction still open now may yet commit with an earlier time.
+    until = now - timedelta(seconds=settings.ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS)
+    if until > day_start(yesterday + timedelta(days=1)):
+        rollup_partial_day(project_id=project_id, until=until)
     breakdown_refresh(project_id=project_id, only_large=True)
     return days
 

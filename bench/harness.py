@@ -8,7 +8,8 @@
   port, or for comparison ``collab.wsgi`` (gthread) or Django's plain ASGI handler.
 - ``load_generator`` drives a URL with wrk (``apt-get install -y wrk``) or, without wrk, with
   Python threads bounded by a number of requests; both report requests, requests per second
-  and the 50th and 99th percentile latencies in milliseconds.
+  and the 50th and 99th percentile latencies in milliseconds. ``Target`` describes more than
+  one GET: a method, a JSON body per request and several paths taken in turn.
 """
 
 import http.client
@@ -22,8 +23,10 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -157,6 +160,33 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@dataclass
+class Target:
+    """What a measurement sends: ``method`` to ``base`` + each of ``paths`` in turn, with the
+    JSON ``bodies`` in turn (none for a GET). Keep the two lengths coprime, so that each path
+    meets every body."""
+
+    base: str
+    paths: list[str]
+    headers: dict = field(default_factory=dict)
+    method: str = "GET"
+    bodies: list[str] = field(default_factory=list)
+
+    @classmethod
+    def get(cls, url: str, headers: dict) -> "Target":
+        parsed = urlparse(url)
+        path = f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
+        return cls(f"{parsed.scheme}://{parsed.netloc}", [path or "/"], headers)
+
+    @property
+    def url(self) -> str:
+        return self.base + self.paths[0]
+
+    def request(self, number: int) -> tuple[str, str | None]:
+        body = self.bodies[number % len(self.bodies)] if self.bodies else None
+        return self.paths[number % len(self.paths)], body
+
+
 def load_generator(*, connections: int, requests: int, python: bool = False):
     """wrk when installed (unless ``python``), else Python threads."""
     if shutil.which("wrk") and not python:
@@ -176,7 +206,39 @@ class Wrk:
         self._wrk(url, headers, 1)
 
     def run(self, url: str, headers: dict, seconds: float) -> dict:
-        output = self._wrk(url, headers, seconds)
+        return self.drive(Target.get(url, headers), seconds)
+
+    def drive(self, target: Target, seconds: float, warm: bool = False) -> dict | None:
+        if target.method == "GET" and len(target.paths) == 1:
+            output = self._wrk(target.url, target.headers, seconds)
+        else:
+            with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+                script.write(self._script(target))
+                script.flush()
+                headers = {**target.headers, "Content-Type": "application/json"}
+                output = self._wrk(target.url, headers, seconds, script.name)
+        return None if warm else self._parse(target.url, output)
+
+    def _script(self, target: Target) -> str:
+        """A wrk script sending each request with the next path and body."""
+
+        def table(values: list[str]) -> str:
+            return "{" + ", ".join(json_string(value) for value in values) + "}"
+
+        return (
+            f"local paths = {table(target.paths)}\n"
+            f"local bodies = {table(target.bodies)}\n"
+            "local n = -1\n"
+            "request = function()\n"
+            "  n = n + 1\n"
+            "  local body = nil\n"
+            "  if #bodies > 0 then body = bodies[(n % #bodies) + 1] end\n"
+            f"  local method = {json_string(target.method)}\n"
+            "  return wrk.format(method, paths[(n % #paths) + 1], nil, body)\n"
+            "end\n"
+        )
+
+    def _parse(self, url: str, output: str) -> dict:
         failures = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
         if failures or "Socket errors" in output:
             raise SystemExit(f"wrk saw failures on {url}:\n{output}")
@@ -188,10 +250,12 @@ class Wrk:
             "p99_ms": self._ms(latency["99"]),
         }
 
-    def _wrk(self, url: str, headers: dict, seconds: float) -> str:
+    def _wrk(self, url: str, headers: dict, seconds: float, script: str | None = None) -> str:
         header_args = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
         command = ["wrk", "--threads", "1", "--connections", str(self.connections)]
         command += ["--duration", f"{max(1, round(seconds))}s", "--timeout", "10s", "--latency"]
+        if script:
+            command += ["--script", script]
         return subprocess.run(
             [*command, *header_args, url],
             capture_output=True,
@@ -216,10 +280,16 @@ class ThreadLoad:
         self.requests = requests
 
     def warm(self, url: str, headers: dict) -> None:
-        self._drive(url, headers, 1, self.connections * 5)
+        self._drive(Target.get(url, headers), 1, self.connections * 5)
 
     def run(self, url: str, headers: dict, seconds: float) -> dict:
-        latencies, elapsed = self._drive(url, headers, seconds, self.requests)
+        return self.drive(Target.get(url, headers), seconds)
+
+    def drive(self, target: Target, seconds: float, warm: bool = False) -> dict | None:
+        budget = self.connections * 5 if warm else self.requests
+        latencies, elapsed = self._drive(target, seconds, budget)
+        if warm:
+            return None
         return {
             "requests": len(latencies),
             "requests_per_second": round(len(latencies) / elapsed, 1),
@@ -229,9 +299,12 @@ class ThreadLoad:
             ),
         }
 
-    def _drive(self, url: str, headers: dict, seconds: float, budget: int):
-        parsed = urlparse(url)
-        target = f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
+    def _drive(self, target: Target, seconds: float, budget: int):
+        parsed = urlparse(target.base)
+        headers = dict(target.headers)
+        if target.bodies:
+            headers["Content-Type"] = "application/json"
+        sent = [0]
         remaining, lock, latencies = [budget], threading.Lock(), []
         deadline = time.monotonic() + seconds
         errors: list[str] = []
@@ -244,13 +317,17 @@ class ThreadLoad:
                     if remaining[0] <= 0:
                         break
                     remaining[0] -= 1
+                    path, body = target.request(sent[0])
+                    sent[0] += 1
                 started = time.perf_counter()
-                connection.request("GET", target, headers=headers)
+                connection.request(target.method, path, body=body, headers=headers)
                 response = connection.getresponse()
                 response.read()
-                if response.status != 200:
-                    errors.append(f"{url} answered {response.status}")
+                if response.status >= 300:
+                    errors.append(f"{target.method} {path} answered {response.status}")
                     break
+                if response.getheader("Connection", "").lower() == "close":
+                    connection.close()
                 mine.append(time.perf_counter() - started)
             connection.close()
             with lock:
@@ -265,3 +342,10 @@ class ThreadLoad:
         if errors:
             raise SystemExit(errors[0])
         return sorted(latencies), time.perf_counter() - started
+
+
+def json_string(value: str) -> str:
+    """A Lua string literal (JSON's escapes are Lua's for what we send)."""
+    import json
+
+    return json.dumps(value)

@@ -373,6 +373,9 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
 # Projects with more issues than this get their breakdowns from a snapshot the rollup job
 # stores, instead of grouping every issue on each dashboard request.
 ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES = env.int("ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES", default=5000)
+# Each rollup also stores today up to this many seconds ago, so a request counts live only
+# what is newer (and the margin leaves out what a still-open transaction may yet commit).
+ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS = env.int("ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS", default=300)
 # Rows fetched per query (and label lookups batched) while a report streams.
 ANALYTICS_REPORT_CHUNK_SIZE = env.int("ANALYTICS_REPORT_CHUNK_SIZE", default=2000)
 

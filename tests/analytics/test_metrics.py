@@ -229,7 +229,8 @@ def test_past_days_are_read_from_the_rollups(api, scenario, pinned):
 
 def test_today_is_always_live(api, scenario, pinned, world):
     """Rolled up this morning, then a new issue is closed: it counts at once."""
-    _prepare("rollups", scenario.project, pinned)
+    with pinned(at(3, 15, 11, 20)):
+        rollup_project(project_id=scenario.project.pk)
     from tests.analytics.conftest import close
     from tests.factories import make_issue
 
@@ -244,6 +245,73 @@ def test_today_is_always_live(api, scenario, pinned, world):
     assert data["issues"]["closed"] == 2
     assert data["issues"]["opened"] == 2
     assert data["issues"]["total"] == 4
+
+
+def test_today_is_stored_up_to_a_margin_before_the_rollup_and_counted_live_after(
+    api, scenario, pinned, world, settings
+):
+    """The rollup stores today up to five minutes before it ran; a closing inside those five
+    minutes (a transaction still open when the rollup read) and one after it count once each,
+    and the figures are those of a project counted live from the sources."""
+    from tests.analytics.conftest import close
+    from tests.factories import make_issue
+
+    settings.ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS = 300
+    with pinned(at(3, 15, 10, 30)):
+        early = make_issue(scenario.project, world.owner, title="early")
+        close(early, world.owner)
+    with pinned(at(3, 15, 10, 57)):
+        in_margin = make_issue(scenario.project, world.owner, title="in the margin")
+        close(in_margin, world.owner)
+    with pinned(at(3, 15, 11)):
+        rollup_project(project_id=scenario.project.pk)
+    state = RollupState.objects.get(project=scenario.project)
+    assert state.partial_through == at(3, 15, 10, 55)
+    today = ProjectDay.objects.get(project=scenario.project, day=at(3, 15).date())
+    assert today.issues_opened >= 1 and today.issues_closed >= 1
+    with pinned(at(3, 15, 11, 30)):
+        late = make_issue(scenario.project, world.owner, title="late")
+        close(late, world.owner)
+
+    url = f"/v1/projects/{scenario.project.pk}/metrics?period=1d"
+    with pinned(NOW):
+        rolled = assert_ok(api.owner.get(url))["data"]
+        dashboard = assert_ok(api.owner.get(url.replace("metrics", "dashboard")))["data"]
+    RollupState.objects.all().delete()
+    ProjectDay.objects.all().delete()
+    with pinned(NOW):
+        live = assert_ok(api.owner.get(url))["data"]
+        live_dashboard = assert_ok(api.owner.get(url.replace("metrics", "dashboard")))["data"]
+    assert rolled == live
+    assert dashboard == live_dashboard
+    assert live["issues"]["closed"] >= 3 and live["issues"]["opened"] >= 3
+
+
+def test_a_partial_day_left_from_yesterday_is_replaced_by_the_whole_day(
+    api, scenario, pinned, world
+):
+    """Rolled up late yesterday (the day stored up to 23:25), then nothing until today: the
+    rest of yesterday is counted live until the next rollup stores the whole day."""
+    from tests.analytics.conftest import close
+    from tests.factories import make_issue
+
+    with pinned(at(3, 14, 23, 30)):
+        rollup_project(project_id=scenario.project.pk)
+    assert RollupState.objects.get(project=scenario.project).partial_through == at(3, 14, 23, 25)
+    with pinned(at(3, 14, 23, 50)):
+        issue = make_issue(scenario.project, world.owner, title="before midnight")
+        close(issue, world.owner)
+    url = f"/v1/projects/{scenario.project.pk}/metrics?period=7d"
+    with pinned(NOW):
+        stale_state = assert_ok(api.owner.get(url))["data"]
+        rollup_project(project_id=scenario.project.pk)
+        rolled = assert_ok(api.owner.get(url))["data"]
+    state = RollupState.objects.get(project=scenario.project)
+    assert state.through == at(3, 14).date() and state.partial_through == at(3, 15, 11, 55)
+    RollupState.objects.all().delete()
+    with pinned(NOW):
+        live = assert_ok(api.owner.get(url))["data"]
+    assert stale_state == rolled == live
 
 
 def test_a_project_without_activity_has_zeros_and_no_averages(api, world):
@@ -347,7 +415,8 @@ def test_reopened_today_is_no_longer_closed(
     from tests.analytics.conftest import reopen
 
     _prepare(mode, scenario.project, pinned)
-    with pinned(at(3, 15, 11, 30)):
+    # Within the rollup's margin: it ran at noon and stored today up to 11:55.
+    with pinned(at(3, 15, 11, 58)):
         reopen(scenario.issues[name], world.owner)
     with pinned(NOW):
         issues = assert_ok(api.owner.get(f"/v1/projects/{scenario.project.pk}/metrics?period=30d"))[

@@ -48,7 +48,14 @@ def test_rows_by_hand(scenario, pinned):
         "2026-03-12": {"pull_requests_merged": 1, "review_seconds": 54 * 3600},
         "2026-03-13": {"pull_requests_opened": 1},
         "2026-03-14": {"issues_opened": 1},
-        # Today (03-15) is never stored: it is counted live.
+        # Today up to 11:55 (the rollup ran at noon, less its margin): D opened at 09:00 and
+        # closed at 11:00, and the commit of 10:00. What comes after is counted live.
+        "2026-03-15": {
+            "issues_opened": 1,
+            "issues_closed": 1,
+            "resolution_seconds": 7200,
+            "commits": 1,
+        },
     }
     # The one reopening (03-05) undid C's closing of 03-02 08:00, resolved in a day.
     assert list(

@@ -1,0 +1,801 @@
+"""The benchmark suite: every figure of the Performance section of the README, in one run.
+
+    bench/run                 # what the README shows: 10,000 and 1,000,000 issues
+    bench/run --smoke         # seconds, on small data (what CI runs)
+
+Everything stays on loopback. PostgreSQL from DATABASE_URL (default
+postgres://postgres@127.0.0.1:5432/collab_bench: created when missing, migrated), Redis from
+REDIS_URL (default redis://127.0.0.1:6379/0). The projects "Bench 10000" and "Bench 1000000" of
+the workspace "Bench" are seeded with ``seed_demo`` unless they hold their issues already (the
+first run seeds for about five minutes; later runs reuse them), and their analytics rollups
+brought up to yesterday with ``analytics_backfill``, as the rollup job keeps them.
+
+It starts what production runs (docker-compose.yml): gunicorn on ``collab.asgi`` with uvicorn
+workers (2 processes, the REST endpoints on 8 threads each) and a Celery worker (one process),
+with production settings plus the bare baseline's route (bench/settings.py). The rate limiter
+is off on that server, as the baseline has none; a second, identical server with it on gives
+its cost. Load comes from wrk (``apt-get install -y wrk``; bench/run installs it when it can),
+or with --python-load from Python threads. Each measurement is split into --rounds turns taken
+in order (each API figure right after its baseline's) so drift on the machine weighs on all
+alike, and the best turn is kept; every turn is in the JSON.
+
+Measured, each with requests/s, p50 and p99 latency and SQL queries per request (counted once
+per endpoint in this process, through Django's test client):
+
+- the issue list (``status=open&per_page=50``, pages 1 and 20) on both sizes, and the bare
+  Django view (bench/views.py) on the same pages: same filter, exact count, rows and labels;
+- ``GET /v1/issues/:id``, ``POST /v1/projects/:id/issues`` and ``PATCH /v1/issues/:id`` (the
+  writes go to a project of their own, "Bench writes", so the measured sizes stay put);
+- ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
+- webhook delivery: an issue created over HTTP to its signed delivery at a receiver on
+  127.0.0.1 (p50, p99), then a burst, for deliveries per second of the one worker process;
+- the event stream on a server of one process: --subscribers streams held at once, and the
+  time from a write to its frame at every subscriber (p50, p99);
+- the rate limiter: ``GET /v1/users/me`` and the issue list with it off and on (Redis).
+
+Every request figure is also given as a ratio to the bare baseline on the 10,000-issue project,
+page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
+``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>``: the
+list's throughput against the baseline's, what the list and the metrics cost on the big project
+against the small one (time per request, 1.00 = the same), and creates against the baseline.
+Stops every process it started and revokes its API key.
+"""
+
+import argparse
+import asyncio
+import http.client
+import http.server
+import json
+import os
+import platform
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import (  # noqa: E402
+    Server,
+    Target,
+    database_ensure,
+    environment_configure,
+    load_generator,
+)
+
+RESULTS = ROOT / "bench" / "results" / "run.json"
+WORKSPACE = "Bench"
+OWNER = "owner@demo.collab.localhost"
+# Each request on a new connection, as a proxy in front of gunicorn sends them (nginx speaks
+# HTTP/1.0 upstream by default): with keep-alive, wrk's few connections can all land on one of
+# the two worker processes, and a figure would be one process's or two's by chance.
+FRESH_CONNECTION = {"Connection": "close"}
+BASELINE = "bare small p1"
+
+
+def main() -> int:
+    args = parse_args()
+    environment = environment_configure(
+        "bench.settings",
+        RATE_LIMIT_ENABLED="0",
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS="1",
+        DATABASE_POOL="1",
+    )
+    database_ensure(os.environ["DATABASE_URL"])
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    started = time.monotonic()
+    load_before = os.getloadavg()
+    call_command("migrate", verbosity=0)
+    sizes = {"small": args.small, "large": args.large}
+    projects = {name: project_seed(issues) for name, issues in sizes.items()}
+    for project in projects.values():
+        project["rollup_seconds"] = rollups_bring_up(project["id"])
+    writes = writes_project()
+    key, token = api_key_for_owner()
+    load = load_generator(
+        connections=args.connections, requests=args.requests, python=args.python_load
+    )
+    cases = cases_build(projects, writes)
+    processes: list = []
+    results: dict = {}
+    try:
+        queries_count(cases, token)
+        server = Server(environment, workers=2, threads=8)
+        limited = Server(
+            {
+                **environment,
+                "RATE_LIMIT_ENABLED": "1",
+                "RATE_LIMIT_BACKEND": "redis",
+                "RATE_LIMIT_STANDARD": str(10**9),
+                "RATE_LIMIT_KEY_PREFIX": f"bench:{secrets.token_hex(6)}:",
+            },
+            workers=2,
+            threads=8,
+        )
+        worker = CeleryWorker(environment)
+        processes += [server, limited, worker]
+        for process in processes:
+            process.start()
+        server.wait_ready(timeout=60)
+        limited.wait_ready(timeout=60)
+        worker.wait_ready()
+        bases = {"api": server.base, "limited": limited.base}
+        measure_requests(args, load, cases, bases, token)
+        results["webhooks"] = measure_webhooks(args, server, writes["id"], token)
+        server.stop()
+        limited.stop()
+        results["stream"] = measure_stream(args, environment, token)
+        queue_drain(timeout=120)  # the stream's writes: nothing left behind in the broker
+    finally:
+        for process in processes:
+            process.stop()
+        api_key_revoke(key)
+    results["elapsed_seconds"] = round(time.monotonic() - started, 1)
+    report(args, projects, cases, results, load.name, load_before)
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", type=int, default=10_000, help="Issues in the small project.")
+    parser.add_argument("--large", type=int, default=1_000_000, help="Issues in the large project.")
+    parser.add_argument("--seconds", type=float, default=3, help="Seconds of load per turn.")
+    parser.add_argument("--rounds", type=int, default=3, help="Turns per measurement.")
+    parser.add_argument("--connections", type=int, default=4, help="Concurrent connections.")
+    parser.add_argument("--subscribers", type=int, default=1000, help="Stream subscribers.")
+    parser.add_argument("--events", type=int, default=30, help="Writes timed per latency.")
+    parser.add_argument("--burst", type=int, default=200, help="Events in the webhook burst.")
+    parser.add_argument(
+        "--requests", type=int, default=5000, help="Python load: most requests per turn."
+    )
+    parser.add_argument("--python-load", action="store_true", help="Python threads, not wrk.")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="Where the JSON goes.")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="A quick check that everything runs (small data, short turns); no figures to keep.",
+    )
+    args = parser.parse_args()
+    if args.smoke:
+        args.small, args.large = 200, 1000
+        args.seconds, args.rounds = 1, 1
+        args.subscribers, args.events, args.burst = 20, 3, 10
+        args.requests = 200
+    return args
+
+
+# Data --------------------------------------------------------------------------------------
+
+
+def project_seed(issues: int) -> dict:
+    """The project of ``issues`` issues, seeded unless it holds them already."""
+    from django.core.management import call_command
+
+    from issues.selectors import issue_count
+    from projects.models import Project
+
+    name = f"Bench {issues}"
+
+    def find():
+        return Project.objects.filter(workspace__name=WORKSPACE, name=name).first()
+
+    project = find()
+    held = issue_count(project_ids=[project.pk], statuses=None) if project else 0
+    seconds = None
+    if held < issues:
+        print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...", flush=True)
+        began = time.perf_counter()
+        call_command(
+            "seed_demo",
+            "--workspace",
+            WORKSPACE,
+            "--project-name",
+            name,
+            "--issues",
+            str(issues),
+            verbosity=1,
+        )
+        seconds = round(time.perf_counter() - began, 1)
+        project = find()
+    print(f"Using '{name}' (id {project.pk}).", flush=True)
+    return {
+        "id": project.pk,
+        "name": name,
+        "issues": issue_count(project_ids=[project.pk], statuses=None),
+        "open": issue_count(project_ids=[project.pk], statuses=["open"]),
+        "seed_seconds": seconds,
+    }
+
+
+def rollups_bring_up(project_id: int) -> float:
+    """Daily rollups through yesterday, as the rollup job keeps them (nothing to do when
+    they are current already)."""
+    from analytics import services
+
+    began = time.perf_counter()
+    services.rollup_project(project_id=project_id)
+    return round(time.perf_counter() - began, 2)
+
+
+def writes_project() -> dict:
+    """A project for the writes, with issues for PATCH to change in turn."""
+    from accounts.models import User
+    from issues.models import Issue
+    from issues.services import issue_create
+    from projects.models import Project
+    from projects.services import project_create
+
+    owner = User.objects.get(email=OWNER)
+    project = Project.objects.filter(workspace__name=WORKSPACE, name="Bench writes").first()
+    if project is None:
+        workspace = Project.objects.filter(workspace__name=WORKSPACE).first().workspace
+        project = project_create(
+            workspace=workspace, actor=owner, name="Bench writes", visibility="private"
+        )
+    issue_ids = list(
+        Issue.objects.filter(project=project).order_by("number").values_list("id", flat=True)[:50]
+    )
+    for n in range(len(issue_ids), 50):
+        issue_ids.append(issue_create(project=project, actor=owner, data={"title": f"W{n}"}).pk)
+    return {"id": project.pk, "issue_ids": issue_ids}
+
+
+def api_key_for_owner():
+    from accounts.models import User
+    from accounts.services import api_key_create
+    from collab.api.scopes import ALL_SCOPES
+
+    owner = User.objects.get(email=OWNER)
+    return api_key_create(user=owner, name="bench", scopes=list(ALL_SCOPES), expires_in="1d")
+
+
+def api_key_revoke(key) -> None:
+    from accounts.services import api_key_revoke as revoke
+
+    revoke(api_key=key)
+
+
+# What is measured ----------------------------------------------------------------------------
+
+
+def case(name, paths, *, server="api", method="GET", bodies=(), baseline=BASELINE, auth=True):
+    return {
+        "name": name,
+        "paths": list(paths),
+        "server": server,
+        "method": method,
+        "bodies": [json.dumps(body) for body in bodies],
+        "baseline": baseline,
+        "auth": auth,
+    }
+
+
+def cases_build(projects: dict, writes: dict) -> list[dict]:
+    cases = []
+    for size, project in projects.items():
+        query = "status=open&per_page=50"
+        for page in (1, 20):
+            paging = "" if page == 1 else f"&page={page}"
+            bare = f"bare {size} p{page}"
+            path = f"/bench/bare/projects/{project['id']}/issues?{query}{paging}"
+            cases.append(case(bare, [path], baseline=None, auth=False))
+            path = f"/v1/projects/{project['id']}/issues?{query}{paging}"
+            cases.append(case(f"list {size} p{page}", [path], baseline=bare))
+    for size, project in projects.items():
+        base = f"/v1/projects/{project['id']}"
+        cases.append(case(f"metrics {size}", [f"{base}/metrics?period=30d"]))
+        cases.append(case(f"dashboard {size}", [f"{base}/dashboard?period=30d"]))
+    issue_paths = [f"/v1/issues/{pk}" for pk in writes["issue_ids"]]
+    cases.append(case("issue get", issue_paths))
+    # Three bodies over fifty issues: every request changes its issue (a history row, an event).
+    priorities = [{"priority": p} for p in ("low", "high", "medium")]
+    cases.append(case("issue patch", issue_paths, method="PATCH", bodies=priorities))
+    titles = [{"title": f"Bench write {n}", "labels": ["bench"]} for n in range(7)]
+    cases.append(
+        case("issue create", [f"/v1/projects/{writes['id']}/issues"], method="POST", bodies=titles)
+    )
+    small = projects["small"]["id"]
+    cases.append(case("users/me", ["/v1/users/me"]))
+    cases.append(case("users/me limiter on", ["/v1/users/me"], server="limited"))
+    list_path = f"/v1/projects/{small}/issues?status=open&per_page=50"
+    cases.append(case("list small p1 limiter on", [list_path], server="limited"))
+    return cases
+
+
+def queries_count(cases: list[dict], token: str) -> None:
+    """SQL queries per request (on a warm process, as a running server is), and a check that
+    the list and its baseline give the same rows and total."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    bodies = {}
+    for item in cases:
+        request = {
+            "method": item["method"],
+            "path": item["paths"][0],
+            "data": item["bodies"][0] if item["bodies"] else "",
+            "content_type": "application/json",
+            "headers": {"Authorization": f"Bearer {token}"} if item["auth"] else {},
+        }
+        client.generic(**request)
+        with CaptureQueriesContext(connection) as captured:
+            response = client.generic(**request)
+        if response.status_code >= 300:
+            raise SystemExit(f"{item['name']}: {response.status_code} {response.content[:300]!r}")
+        item["queries"] = len(captured.captured_queries)
+        bodies[item["name"]] = response.json()
+    for item in cases:
+        if item["name"].startswith("list") and item["baseline"]:
+            mine, bare = bodies[item["name"]], bodies[item["baseline"]]
+            same = [row["id"] for row in mine["data"]] == [row["id"] for row in bare["data"]]
+            if not same or mine["meta"]["total"] != bare["meta"]["total"]:
+                raise SystemExit(f"{item['name']} and {item['baseline']} disagree.")
+
+
+def measure_requests(args, load, cases: list[dict], bases: dict, token: str) -> None:
+    """The reads in rounds, then the writes in rounds: the worker's work for the writes (their
+    events' fan-out) is done before the next read is measured."""
+    reads = [item for item in cases if item["method"] == "GET"]
+    writes = [item for item in cases if item["method"] != "GET"]
+    for group in (reads, writes):
+        measure_rounds(args, load, group, bases, token)
+        queue_drain(timeout=120)
+    for item in cases:
+        item["load"] = max(item["rounds"], key=lambda result: result["requests_per_second"])
+
+
+def measure_rounds(args, load, cases: list[dict], bases: dict, token: str) -> None:
+    for round_ in range(1, args.rounds + 1):
+        for item in cases:
+            headers = dict(FRESH_CONNECTION)
+            if item["auth"]:
+                headers["Authorization"] = f"Bearer {token}"
+            target = Target(
+                bases[item["server"]], item["paths"], headers, item["method"], item["bodies"]
+            )
+            if round_ == 1 and not args.smoke:
+                load.drive(target, 1, warm=True)
+            result = load.drive(target, args.seconds)
+            item.setdefault("rounds", []).append(result)
+            print(
+                f"  round {round_}/{args.rounds} {item['name']:<26}"
+                f" {result['requests_per_second']:>8.1f} req/s",
+                flush=True,
+            )
+
+
+# Processes ------------------------------------------------------------------------------------
+
+
+class CeleryWorker:
+    """The worker as docker-compose.yml runs it, with one worker process."""
+
+    def __init__(self, environment: dict):
+        self.environment = environment
+        self.log = ROOT / "bench" / "results" / "worker.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--concurrency", "1"]
+        command += ["--loglevel", "WARNING", "--without-mingle", "--without-gossip"]
+        with self.log.open("wb") as output:
+            self.process = subprocess.Popen(  # noqa: S603 - our own process
+                command,
+                cwd=ROOT,
+                env=self.environment,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        from collab.celery import app
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"the worker exited:\n{self.log.read_text()[-2000:]}")
+            if app.control.ping(timeout=1):
+                return
+        raise SystemExit("the worker did not answer in time")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def queue_drain(timeout: float) -> None:
+    """Wait until the worker has taken every task the writes queued (their events' fan-out):
+    the broker's list for the default queue is empty."""
+    import redis
+
+    from collab.celery import app
+
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not client.llen(app.conf.task_default_queue):
+                return
+            time.sleep(0.5)
+    finally:
+        client.close()
+    raise SystemExit("the worker did not drain its queue in time")
+
+
+# Webhooks ------------------------------------------------------------------------------------
+
+
+class Receiver(http.server.ThreadingHTTPServer):
+    """Records when each delivery arrives, by the issue it is about."""
+
+    def __init__(self):
+        self.arrivals: dict[int, float] = {}
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), ReceiverHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+class ReceiverHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        arrived = time.perf_counter()
+        issue = (body.get("data") or {}).get("issue") or {}
+        with self.server.lock:
+            self.server.arrivals.setdefault(issue.get("id"), arrived)
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def http_post(base: str, path: str, token: str, body: dict) -> dict:
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request(
+            "POST",
+            path,
+            body=json.dumps(body),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        payload = json.loads(response.read())
+        if response.status != 201:
+            raise SystemExit(f"POST {path}: {response.status} {payload}")
+        return payload["data"]
+    finally:
+        connection.close()
+
+
+def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
+    """Issues created over HTTP; the time from sending each to its delivery's arrival."""
+    receiver = Receiver()
+    hook = http_post(
+        server.base,
+        f"/v1/projects/{project_id}/webhooks",
+        token,
+        {"url": receiver.url, "events": ["issue.created"], "secret": secrets.token_hex(16)},
+    )
+    latencies = []
+    try:
+        for n in range(args.events):
+            sent = time.perf_counter()
+            issue = http_post(
+                server.base, f"/v1/projects/{project_id}/issues", token, {"title": f"Hook {n}"}
+            )
+            arrival = wait_for(lambda issue_id=issue["id"]: receiver.arrivals.get(issue_id), 30)
+            latencies.append((arrival - sent) * 1000)
+        # Deliveries per second: a burst written at once, the worker's pace through it.
+        from accounts.models import User
+        from issues.services import issue_create
+        from projects.models import Project
+
+        owner = User.objects.get(email=OWNER)
+        project = Project.objects.get(pk=project_id)
+        before = len(receiver.arrivals)
+        burst_started = time.perf_counter()
+        for n in range(args.burst):
+            issue_create(project=project, actor=owner, data={"title": f"Burst {n}"})
+        wait_for(lambda: len(receiver.arrivals) >= before + args.burst or None, 120)
+        burst_seconds = max(receiver.arrivals.values()) - burst_started
+    finally:
+        webhook_delete(hook["id"])
+        receiver.shutdown()
+        receiver.server_close()
+    return {
+        "events": len(latencies),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
+        "burst": args.burst,
+        "burst_seconds": round(burst_seconds, 2),
+        "deliveries_per_second_per_worker": round(args.burst / burst_seconds, 1),
+    }
+
+
+def webhook_delete(webhook_id: int) -> None:
+    from notifications.models import Webhook
+
+    Webhook.objects.filter(pk=webhook_id).delete()
+
+
+def wait_for(probe, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.002)
+    raise SystemExit("timed out waiting for a delivery")
+
+
+def percentile(values: list[float], percent: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
+
+
+# Stream ---------------------------------------------------------------------------------------
+
+
+def measure_stream(args, environment: dict, token: str) -> dict:
+    """--subscribers streams on a server of one process; each write's frame at every one."""
+    from accounts.models import User
+    from issues.services import issue_create
+    from projects.models import Project
+
+    owner = User.objects.get(email=OWNER)
+    project = Project.objects.get(workspace__name=WORKSPACE, name="Bench writes")
+    server = Server(environment, workers=1, threads=8)
+    server.start()
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    received: dict[int, list[float]] = {}
+    try:
+        server.wait_ready(timeout=60)
+        began = time.perf_counter()
+        streams, tasks = asyncio.run_coroutine_threadsafe(
+            streams_open(server.port, token, args.subscribers, received), loop
+        ).result(timeout=300)
+        open_seconds = time.perf_counter() - began
+        latencies: list[float] = []
+        for n in range(args.events):
+            written = time.perf_counter()
+            issue_create(project=project, actor=owner, data={"title": f"Stream {n}"})
+            event_id = latest_event_id(project.pk)
+            deadline = time.monotonic() + 30
+            while len(received.get(event_id, [])) < len(streams) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            latencies += [(arrival - written) * 1000 for arrival in received.get(event_id, [])]
+        rss_mib = process_rss_mib(server)
+        for _reader, writer in streams:
+            loop.call_soon_threadsafe(writer.close)
+        for task in tasks:
+            loop.call_soon_threadsafe(task.cancel)
+    finally:
+        server.stop()
+        loop.call_soon_threadsafe(loop.stop)
+    return {
+        "subscribers": len(streams),
+        "open_seconds": round(open_seconds, 2),
+        "frames_expected": args.events * len(streams),
+        "frames_received": len(latencies),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
+        "server_rss_mib": rss_mib,
+    }
+
+
+def latest_event_id(project_id: int) -> int:
+    from notifications.models import Event
+
+    events = Event.objects.filter(type="issue.created", project_id=project_id).order_by("-id")
+    return events.values_list("id", flat=True)[0]
+
+
+async def streams_open(port: int, token: str, count: int, received: dict):
+    request = (
+        "GET /v1/events/stream?types=issue.created HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    ).encode()
+
+    async def one():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
+        writer.write(request)
+        await writer.drain()
+        head = await reader.readuntil(b": connected")
+        if b" 200 " not in head.split(b"\r\n", 1)[0]:
+            raise SystemExit(f"the stream answered {head[:200]!r}")
+        return reader, writer
+
+    async def listen(reader):
+        while line := await reader.readline():
+            if line.startswith(b"id: "):
+                received.setdefault(int(line[4:]), []).append(time.perf_counter())
+
+    streams = []
+    for start in range(0, count, 100):  # in waves, as clients arrive
+        streams += await asyncio.gather(*(one() for _ in range(min(100, count - start))))
+    tasks = [asyncio.create_task(listen(reader)) for reader, _writer in streams]
+    return streams, tasks
+
+
+def process_rss_mib(server: Server) -> float:
+    """Resident memory of the server's one worker process."""
+    pid = server.process.pid
+    child = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    for line in Path(f"/proc/{child}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+# Report ---------------------------------------------------------------------------------------
+
+
+def report(args, projects, cases, results, load_name, load_before) -> None:
+    by_name = {item["name"]: item for item in cases}
+    baseline = by_name[BASELINE]["load"]["requests_per_second"]
+    labels = {"small": size_label(args.small), "large": size_label(args.large)}
+
+    def shown(name: str) -> str:
+        for size, label in labels.items():
+            name = name.replace(f" {size}", f" {label}")
+        return name
+
+    rows = []
+    for item in cases:
+        figures = item["load"]
+        own_baseline = by_name.get(item["baseline"]) if item["baseline"] else None
+        rows.append(
+            {
+                "name": shown(item["name"]),
+                "method": item["method"],
+                "path": item["paths"][0],
+                "requests_per_second": figures["requests_per_second"],
+                "p50_ms": figures["p50_ms"],
+                "p99_ms": figures["p99_ms"],
+                "queries": item["queries"],
+                "vs_bare": round(figures["requests_per_second"] / baseline, 2),
+                "vs_own_bare": (
+                    round(
+                        figures["requests_per_second"]
+                        / own_baseline["load"]["requests_per_second"],
+                        2,
+                    )
+                    if own_baseline and own_baseline["name"] != BASELINE
+                    else None
+                ),
+                "rounds_requests_per_second": [r["requests_per_second"] for r in item["rounds"]],
+            }
+        )
+
+    def cost(large_name: str, small_name: str) -> float:
+        """Time per request on the large project over the small one's."""
+        return round(
+            by_name[small_name]["load"]["requests_per_second"]
+            / by_name[large_name]["load"]["requests_per_second"],
+            2,
+        )
+
+    ratios = {
+        "list/bare": round(by_name["list small p1"]["load"]["requests_per_second"] / baseline, 2),
+        "list1M/list10k": cost("list large p1", "list small p1"),
+        "metrics1M/metrics10k": cost("metrics large", "metrics small"),
+        "dashboard1M/dashboard10k": cost("dashboard large", "dashboard small"),
+        "list1M_p20/list10k_p20": cost("list large p20", "list small p20"),
+        "create/bare": round(by_name["issue create"]["load"]["requests_per_second"] / baseline, 2),
+        "limiter_on/off users_me": round(
+            by_name["users/me limiter on"]["load"]["requests_per_second"]
+            / by_name["users/me"]["load"]["requests_per_second"],
+            2,
+        ),
+        "limiter_on/off list": round(
+            by_name["list small p1 limiter on"]["load"]["requests_per_second"]
+            / by_name["list small p1"]["load"]["requests_per_second"],
+            2,
+        ),
+    }
+
+    print()
+    header = (
+        f"{'measurement':<28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'queries':>7} {'/bare':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(
+            f"{row['name']:<28} {row['requests_per_second']:>8.1f} {row['p50_ms']:>8.2f} "
+            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {row['vs_bare']:>6.2f}"
+        )
+    hooks, stream = results["webhooks"], results["stream"]
+    print()
+    print(
+        f"webhooks: write to delivery p50 {hooks['p50_ms']} ms, p99 {hooks['p99_ms']} ms "
+        f"({hooks['events']} events); {hooks['deliveries_per_second_per_worker']} deliveries/s "
+        f"on one worker process ({hooks['burst']} in {hooks['burst_seconds']} s)"
+    )
+    print(
+        f"stream: {stream['subscribers']} subscribers on one server process "
+        f"({stream['server_rss_mib']} MiB), {stream['frames_received']}/"
+        f"{stream['frames_expected']} frames; write to frame p50 {stream['p50_ms']} ms, "
+        f"p99 {stream['p99_ms']} ms"
+    )
+    print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
+    for project in projects.values():
+        seeded = f", seeded in {project['seed_seconds']} s" if project["seed_seconds"] else ""
+        print(
+            f"{project['name']}: id {project['id']}, {project['issues']} issues, "
+            f"{project['open']} open{seeded}; rollups brought up in {project['rollup_seconds']} s"
+        )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "ran_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg(),
+        },
+        "settings": {
+            "smoke": args.smoke,
+            "load_generator": load_name,
+            "connections": args.connections,
+            "seconds_per_round": args.seconds,
+            "rounds": args.rounds,
+            "server": "gunicorn collab.asgi, uvicorn workers, 2 processes x 8 threads",
+            "worker": "celery, 1 process",
+        },
+        "projects": projects,
+        "requests": rows,
+        "webhooks": hooks,
+        "stream": stream,
+        "ratios": ratios,
+        "elapsed_seconds": results["elapsed_seconds"],
+    }
+    args.output.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"Wrote {args.output} in {results['elapsed_seconds']:.0f} s.")
+    print(
+        f"bench: list/bare={ratios['list/bare']:.2f} "
+        f"list1M/list10k={ratios['list1M/list10k']:.2f} "
+        f"metrics1M/metrics10k={ratios['metrics1M/metrics10k']:.2f} "
+        f"create/bare={ratios['create/bare']:.2f}"
+    )
+
+
+def size_label(issues: int) -> str:
+    if issues >= 1_000_000 and issues % 1_000_000 == 0:
+        return f"{issues // 1_000_000}M"
+    return f"{issues // 1000}k" if issues >= 1000 and issues % 1000 == 0 else str(issues)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

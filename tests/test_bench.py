@@ -1,0 +1,117 @@
+"""The benchmark suite's smoke run: bench/run.py --smoke, end to end, so it never rots.
+
+Small data and one-second turns; what is checked is that every measurement ran and reported,
+not how fast anything was (figures belong in the README, from a full run).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.liveserver import ROOT
+
+pytestmark = pytest.mark.slow
+LAST_LINE = re.compile(
+    r"^bench: list/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
+    r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d)$"
+)
+MEASUREMENTS = {
+    "bare 200 p1",
+    "list 200 p1",
+    "bare 200 p20",
+    "list 200 p20",
+    "bare 1k p1",
+    "list 1k p1",
+    "bare 1k p20",
+    "list 1k p20",
+    "metrics 200",
+    "dashboard 200",
+    "metrics 1k",
+    "dashboard 1k",
+    "issue get",
+    "issue patch",
+    "issue create",
+    "users/me",
+    "users/me limiter on",
+    "list 200 p1 limiter on",
+}
+
+
+@pytest.fixture
+def bench_database():
+    """A database of the smoke run's own, dropped afterwards."""
+    if connection.vendor != "postgresql" or not settings.REDIS_URL:
+        pytest.skip("the benchmarks run on PostgreSQL and Redis (DATABASE_URL, REDIS_URL)")
+    import psycopg
+
+    db = connection.settings_dict
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    name = f"collab_bench_smoke_{worker}"
+    auth = quote(db["USER"] or "", safe="")
+    if db["PASSWORD"]:
+        auth += ":" + quote(db["PASSWORD"], safe="")
+    server = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+
+    def drop():
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as maintenance:
+            maintenance.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    drop()
+    yield f"{server}/{name}"
+    drop()
+
+
+def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
+    output = tmp_path / "run.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": bench_database,
+        "REDIS_URL": settings.REDIS_URL,
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run(  # noqa: S603 - our own script
+        [sys.executable, "bench/run.py", "--smoke", "--output", str(output)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    last = result.stdout.strip().splitlines()[-1]
+    assert LAST_LINE.match(last), last
+
+    report = json.loads(output.read_text())
+    rows = {row["name"]: row for row in report["requests"]}
+    assert set(rows) == MEASUREMENTS
+    for row in rows.values():
+        assert row["requests_per_second"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0, row
+        assert row["queries"] >= 1, row
+    assert report["webhooks"]["events"] == 3
+    assert report["webhooks"]["deliveries_per_second_per_worker"] > 0
+    stream = report["stream"]
+    assert stream["subscribers"] == 20
+    assert stream["frames_received"] == stream["frames_expected"] == 60
+    assert set(report["ratios"]) >= {
+        "list/bare",
+        "list1M/list10k",
+        "metrics1M/metrics10k",
+        "create/bare",
+    }
+    # The ratios on the last line are the JSON's.
+    shown = [float(value) for value in LAST_LINE.match(last).groups()]
+    ratios = report["ratios"]
+    assert shown == [
+        ratios["list/bare"],
+        ratios["list1M/list10k"],
+        ratios["metrics1M/metrics10k"],
+        ratios["create/bare"],
+    ]
