@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -78,12 +78,27 @@ def _stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+    _group_kill(process)
+
+
+def _group_kill(process: subprocess.Popen) -> None:
+    """SIGKILL whatever is left of the process's group: a child it could not stop, or one it
+    left running when it was killed (celery's embedded beat outlives a SIGKILLed worker and
+    would go on queueing tasks for the tests that follow)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """The process in a group of its own, so that it and its children stop together."""
     with log.open("ab") as output:
         return subprocess.Popen(  # noqa: S603 - our own processes, fixed arguments
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -130,9 +145,10 @@ class Worker:
         return self
 
     def kill(self) -> None:
-        """SIGKILL: no chance to finish, acknowledge or clean up."""
+        """SIGKILL to the worker and its beat, as when its container is killed: no chance to
+        finish, acknowledge or clean up."""
         assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
+        _group_kill(self.process)
         self.process.wait(timeout=10)
 
     def stop(self) -> None:
