@@ -10,8 +10,12 @@
   Python threads bounded by a number of requests; both report requests, requests per second
   and the 50th and 99th percentile latencies in milliseconds. ``Target`` describes more than
   one GET: a method, a JSON body per request and several paths taken in turn.
+- ``project_seed`` seeds (or reuses) the "Bench N" projects; ``api_key_for_owner`` makes the
+  key the load uses; ``streams_open`` holds event streams open; ``process_rss_mib``,
+  ``percentile`` and ``size_label`` help the reports.
 """
 
+import asyncio
 import http.client
 import ipaddress
 import os
@@ -33,6 +37,12 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/collab_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+WORKSPACE = "Bench"
+OWNER = "owner@demo.collab.localhost"
+# Each request on a new connection, as a proxy in front of gunicorn sends them (nginx speaks
+# HTTP/1.0 upstream by default): with keep-alive, wrk's few connections can all land on one of
+# the two worker processes, and a figure would be one process's or two's by chance.
+FRESH_CONNECTION = {"Connection": "close"}
 
 
 def environment_configure(settings_module: str, **extra: str) -> dict:
@@ -349,3 +359,109 @@ def json_string(value: str) -> str:
     import json
 
     return json.dumps(value)
+
+
+# Data, keys and streams shared by the benchmarks -----------------------------------------
+
+
+def project_seed(issues: int) -> dict:
+    """The project of ``issues`` issues, seeded unless it holds them already."""
+    from django.core.management import call_command
+
+    from issues.selectors import issue_count
+    from projects.models import Project
+
+    name = f"Bench {issues}"
+
+    def find():
+        return Project.objects.filter(workspace__name=WORKSPACE, name=name).first()
+
+    project = find()
+    held = issue_count(project_ids=[project.pk], statuses=None) if project else 0
+    seconds = None
+    if held < issues:
+        print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...", flush=True)
+        began = time.perf_counter()
+        call_command(
+            "seed_demo",
+            "--workspace",
+            WORKSPACE,
+            "--project-name",
+            name,
+            "--issues",
+            str(issues),
+            verbosity=1,
+        )
+        seconds = round(time.perf_counter() - began, 1)
+        project = find()
+    print(f"Using '{name}' (id {project.pk}).", flush=True)
+    return {
+        "id": project.pk,
+        "name": name,
+        "issues": issue_count(project_ids=[project.pk], statuses=None),
+        "open": issue_count(project_ids=[project.pk], statuses=["open"]),
+        "seed_seconds": seconds,
+    }
+
+
+def api_key_for_owner():
+    from accounts.models import User
+    from accounts.services import api_key_create
+    from collab.api.scopes import ALL_SCOPES
+
+    owner = User.objects.get(email=OWNER)
+    return api_key_create(user=owner, name="bench", scopes=list(ALL_SCOPES), expires_in="1d")
+
+
+def api_key_revoke(key) -> None:
+    from accounts.services import api_key_revoke as revoke
+
+    revoke(api_key=key)
+
+
+def size_label(issues: int) -> str:
+    if issues >= 1_000_000 and issues % 1_000_000 == 0:
+        return f"{issues // 1_000_000}M"
+    return f"{issues // 1000}k" if issues >= 1000 and issues % 1000 == 0 else str(issues)
+
+
+def percentile(values: list[float], percent: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
+
+
+async def streams_open(port: int, token: str, count: int, received: dict):
+    request = (
+        "GET /v1/events/stream?types=issue.created HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    ).encode()
+
+    async def one():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
+        writer.write(request)
+        await writer.drain()
+        head = await reader.readuntil(b": connected")
+        if b" 200 " not in head.split(b"\r\n", 1)[0]:
+            raise SystemExit(f"the stream answered {head[:200]!r}")
+        return reader, writer
+
+    async def listen(reader):
+        while line := await reader.readline():
+            if line.startswith(b"id: "):
+                received.setdefault(int(line[4:]), []).append(time.perf_counter())
+
+    streams = []
+    for start in range(0, count, 100):  # in waves, as clients arrive
+        streams += await asyncio.gather(*(one() for _ in range(min(100, count - start))))
+    tasks = [asyncio.create_task(listen(reader)) for reader, _writer in streams]
+    return streams, tasks
+
+
+def process_rss_mib(server: Server) -> float:
+    """Resident memory of the server's one worker process."""
+    pid = server.process.pid
+    child = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    for line in Path(f"/proc/{child}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0

@@ -33,28 +33,28 @@ import json
 import os
 import platform
 import sys
-import time
 from datetime import UTC, datetime
+from pathlib import Path
 
-from harness import (
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.harness import (  # noqa: E402
+    FRESH_CONNECTION,
     ROOT,
     Server,
+    api_key_for_owner,
+    api_key_revoke,
     database_ensure,
     environment_configure,
     load_generator,
+    project_seed,
+    size_label,
 )
 
 RESULTS = ROOT / "bench" / "results" / "issue_list.json"
-WORKSPACE = "Bench"
 # Matches every issue, and, like any parameter besides status, sort, page and per_page, makes
 # the list count its rows instead of reading the per-status counters. On created_at, so the
 # count can use the same index-only scan as the baseline's.
 EVERY_ISSUE = "created_after=2000-01-01T00:00:00Z"
-# Each request on a new connection, as a proxy in front of gunicorn sends them by default
-# (nginx speaks HTTP/1.0 upstream). With keep-alive, the few connections of the load generator
-# often all land on one of the two workers, and a measurement gets one worker's throughput or
-# two by chance.
-FRESH_CONNECTION = {"Connection": "close"}
 
 
 def main() -> int:
@@ -69,7 +69,7 @@ def main() -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    projects = {size_label(n): seed(n, args.batch_size) for n in (args.issues, args.small)}
+    projects = {size_label(n): project_seed(n) for n in (args.issues, args.small)}
     cases = build_cases(projects)
     # Other work on the machine skews every figure: say how busy it was.
     load_before = os.getloadavg()
@@ -131,62 +131,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--python-load", action="store_true", help="Use the Python load generator even with wrk."
     )
-    parser.add_argument("--batch-size", type=int, default=10_000, help="Seeding batch size.")
     return parser.parse_args()
 
 
 def configure_environment() -> dict:
     """Production settings plus the baseline's route, the rate limiter off."""
     return environment_configure("bench.settings", RATE_LIMIT_ENABLED="0")
-
-
-def seed(issues: int, batch_size: int) -> dict:
-    """The project of ``issues`` issues, seeded unless it holds them already."""
-    from django.core.management import call_command
-
-    from issues.selectors import issue_count
-    from projects.models import Project
-
-    name = f"Bench {issues}"
-
-    def find():
-        return Project.objects.filter(workspace__name=WORKSPACE, name=name).first()
-
-    project = find()
-    held = issue_count(project_ids=[project.pk], statuses=None) if project else 0
-    seconds = None
-    if held != issues:
-        print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...")
-        started = time.perf_counter()
-        call_command(
-            "seed_demo",
-            "--workspace",
-            WORKSPACE,
-            "--project-name",
-            name,
-            "--issues",
-            str(issues),
-            "--batch-size",
-            str(batch_size),
-        )
-        seconds = round(time.perf_counter() - started, 1)
-        project = find()
-    else:
-        print(f"Reusing '{name}' ({held} issues).")
-    open_issues = issue_count(project_ids=[project.pk], statuses=["open"])
-    return {
-        "id": project.pk,
-        "name": name,
-        "issues": issues,
-        "open": open_issues,
-        "seed_seconds": seconds,
-    }
-
-
-def size_label(issues: int) -> str:
-    if issues % 1_000_000 == 0:
-        return f"{issues // 1_000_000}M"
-    return f"{issues // 1000}k" if issues % 1000 == 0 else str(issues)
 
 
 def build_cases(projects: dict) -> list[dict]:
@@ -212,21 +162,6 @@ def build_cases(projects: dict) -> list[dict]:
 
 def case(name: str, path: str, headers, baseline: str | None) -> dict:
     return {"name": name, "path": path, "headers": headers, "baseline": baseline}
-
-
-def api_key_for_owner():
-    from accounts.models import User
-    from accounts.services import api_key_create
-    from collab.api.scopes import ALL_SCOPES
-
-    owner = User.objects.get(email="owner@demo.collab.localhost")
-    return api_key_create(user=owner, name="bench", scopes=list(ALL_SCOPES), expires_in="1d")
-
-
-def api_key_revoke(key) -> None:
-    from accounts.services import api_key_revoke as revoke
-
-    revoke(api_key=key)
 
 
 def count_queries(cases: list[dict], token: str) -> None:

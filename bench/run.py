@@ -62,20 +62,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import (  # noqa: E402
+    FRESH_CONNECTION,
+    OWNER,
+    WORKSPACE,
     Server,
     Target,
+    api_key_for_owner,
+    api_key_revoke,
     database_ensure,
     environment_configure,
     load_generator,
+    percentile,
+    process_rss_mib,
+    project_seed,
+    size_label,
+    streams_open,
 )
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
-WORKSPACE = "Bench"
-OWNER = "owner@demo.collab.localhost"
-# Each request on a new connection, as a proxy in front of gunicorn sends them (nginx speaks
-# HTTP/1.0 upstream by default): with keep-alive, wrk's few connections can all land on one of
-# the two worker processes, and a figure would be one process's or two's by chance.
-FRESH_CONNECTION = {"Connection": "close"}
 BASELINE = "bare small p1"
 
 
@@ -177,46 +181,6 @@ def parse_args() -> argparse.Namespace:
 # Data --------------------------------------------------------------------------------------
 
 
-def project_seed(issues: int) -> dict:
-    """The project of ``issues`` issues, seeded unless it holds them already."""
-    from django.core.management import call_command
-
-    from issues.selectors import issue_count
-    from projects.models import Project
-
-    name = f"Bench {issues}"
-
-    def find():
-        return Project.objects.filter(workspace__name=WORKSPACE, name=name).first()
-
-    project = find()
-    held = issue_count(project_ids=[project.pk], statuses=None) if project else 0
-    seconds = None
-    if held < issues:
-        print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...", flush=True)
-        began = time.perf_counter()
-        call_command(
-            "seed_demo",
-            "--workspace",
-            WORKSPACE,
-            "--project-name",
-            name,
-            "--issues",
-            str(issues),
-            verbosity=1,
-        )
-        seconds = round(time.perf_counter() - began, 1)
-        project = find()
-    print(f"Using '{name}' (id {project.pk}).", flush=True)
-    return {
-        "id": project.pk,
-        "name": name,
-        "issues": issue_count(project_ids=[project.pk], statuses=None),
-        "open": issue_count(project_ids=[project.pk], statuses=["open"]),
-        "seed_seconds": seconds,
-    }
-
-
 def rollups_bring_up(project_id: int) -> float:
     """Daily rollups through yesterday, as the rollup job keeps them (nothing to do when
     they are current already)."""
@@ -248,21 +212,6 @@ def writes_project() -> dict:
     for n in range(len(issue_ids), 50):
         issue_ids.append(issue_create(project=project, actor=owner, data={"title": f"W{n}"}).pk)
     return {"id": project.pk, "issue_ids": issue_ids}
-
-
-def api_key_for_owner():
-    from accounts.models import User
-    from accounts.services import api_key_create
-    from collab.api.scopes import ALL_SCOPES
-
-    owner = User.objects.get(email=OWNER)
-    return api_key_create(user=owner, name="bench", scopes=list(ALL_SCOPES), expires_in="1d")
-
-
-def api_key_revoke(key) -> None:
-    from accounts.services import api_key_revoke as revoke
-
-    revoke(api_key=key)
 
 
 # What is measured ----------------------------------------------------------------------------
@@ -476,21 +425,22 @@ class ReceiverHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def http_post(base: str, path: str, token: str, body: dict) -> dict:
+def http_request(base: str, method: str, path: str, token: str, body: dict | None = None):
+    """One request with the API key; the envelope's data (None for an empty answer)."""
     host, port = base.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
         connection.request(
-            "POST",
+            method,
             path,
-            body=json.dumps(body),
+            body=json.dumps(body) if body is not None else None,
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         )
         response = connection.getresponse()
-        payload = json.loads(response.read())
-        if response.status != 201:
-            raise SystemExit(f"POST {path}: {response.status} {payload}")
-        return payload["data"]
+        content = response.read()
+        if response.status >= 300:
+            raise SystemExit(f"{method} {path}: {response.status} {content[:300]!r}")
+        return json.loads(content)["data"] if content else None
     finally:
         connection.close()
 
@@ -498,8 +448,9 @@ def http_post(base: str, path: str, token: str, body: dict) -> dict:
 def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
     """Issues created over HTTP; the time from sending each to its delivery's arrival."""
     receiver = Receiver()
-    hook = http_post(
+    hook = http_request(
         server.base,
+        "POST",
         f"/v1/projects/{project_id}/webhooks",
         token,
         {"url": receiver.url, "events": ["issue.created"], "secret": secrets.token_hex(16)},
@@ -508,8 +459,8 @@ def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
     try:
         for n in range(args.events):
             sent = time.perf_counter()
-            issue = http_post(
-                server.base, f"/v1/projects/{project_id}/issues", token, {"title": f"Hook {n}"}
+            issue = http_request(
+                server.base, "POST", f"/v1/projects/{project_id}/issues", token, {"title": f"H{n}"}
             )
             arrival = wait_for(lambda issue_id=issue["id"]: receiver.arrivals.get(issue_id), 30)
             latencies.append((arrival - sent) * 1000)
@@ -527,7 +478,7 @@ def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
         wait_for(lambda: len(receiver.arrivals) >= before + args.burst or None, 120)
         burst_seconds = max(receiver.arrivals.values()) - burst_started
     finally:
-        webhook_delete(hook["id"])
+        http_request(server.base, "DELETE", f"/v1/webhooks/{hook['id']}", token)
         receiver.shutdown()
         receiver.server_close()
     return {
@@ -540,12 +491,6 @@ def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
     }
 
 
-def webhook_delete(webhook_id: int) -> None:
-    from notifications.models import Webhook
-
-    Webhook.objects.filter(pk=webhook_id).delete()
-
-
 def wait_for(probe, timeout: float):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -554,11 +499,6 @@ def wait_for(probe, timeout: float):
             return value
         time.sleep(0.002)
     raise SystemExit("timed out waiting for a delivery")
-
-
-def percentile(values: list[float], percent: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
 
 
 # Stream ---------------------------------------------------------------------------------------
@@ -617,43 +557,6 @@ def latest_event_id(project_id: int) -> int:
 
     events = Event.objects.filter(type="issue.created", project_id=project_id).order_by("-id")
     return events.values_list("id", flat=True)[0]
-
-
-async def streams_open(port: int, token: str, count: int, received: dict):
-    request = (
-        "GET /v1/events/stream?types=issue.created HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
-    ).encode()
-
-    async def one():
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
-        writer.write(request)
-        await writer.drain()
-        head = await reader.readuntil(b": connected")
-        if b" 200 " not in head.split(b"\r\n", 1)[0]:
-            raise SystemExit(f"the stream answered {head[:200]!r}")
-        return reader, writer
-
-    async def listen(reader):
-        while line := await reader.readline():
-            if line.startswith(b"id: "):
-                received.setdefault(int(line[4:]), []).append(time.perf_counter())
-
-    streams = []
-    for start in range(0, count, 100):  # in waves, as clients arrive
-        streams += await asyncio.gather(*(one() for _ in range(min(100, count - start))))
-    tasks = [asyncio.create_task(listen(reader)) for reader, _writer in streams]
-    return streams, tasks
-
-
-def process_rss_mib(server: Server) -> float:
-    """Resident memory of the server's one worker process."""
-    pid = server.process.pid
-    child = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
-    for line in Path(f"/proc/{child}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
 
 
 # Report ---------------------------------------------------------------------------------------
@@ -789,12 +692,6 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"metrics1M/metrics10k={ratios['metrics1M/metrics10k']:.2f} "
         f"create/bare={ratios['create/bare']:.2f}"
     )
-
-
-def size_label(issues: int) -> str:
-    if issues >= 1_000_000 and issues % 1_000_000 == 0:
-        return f"{issues // 1_000_000}M"
-    return f"{issues // 1000}k" if issues >= 1000 and issues % 1000 == 0 else str(issues)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.harness import Server  # noqa: E402
+from bench.harness import Server, percentile, process_rss_mib, streams_open  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "serving.json"
@@ -225,38 +225,6 @@ def measure_rest(args, env, project, credential) -> dict:
 # Stream ------------------------------------------------------------------------------------
 
 
-async def open_streams(port: int, credential: str, count: int, received: dict) -> list:
-    request = (
-        f"GET /v1/events/stream?types=issue.created HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {credential}\r\nAccept: text/event-stream\r\n\r\n"
-    ).encode()
-
-    async def one(index: int):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
-        writer.write(request)
-        await writer.drain()
-        head = await reader.readuntil(b": connected")
-        if b" 200 " not in head.split(b"\r\n", 1)[0]:
-            raise RuntimeError(head[:200])
-        return reader, writer
-
-    streams = []
-    for start in range(0, count, 100):  # in waves, as clients would arrive
-        streams += await asyncio.gather(*(one(n) for n in range(start, min(count, start + 100))))
-
-    async def listen(reader):
-        while True:
-            line = await reader.readline()
-            if not line:
-                return
-            if line.startswith(b"id: "):
-                event_id = int(line[4:])
-                received.setdefault(event_id, []).append(time.perf_counter())
-
-    tasks = [asyncio.create_task(listen(reader)) for reader, _writer in streams]
-    return streams, tasks
-
-
 def measure_stream(args, env, project, user, credential) -> dict:
     from issues.services import issue_create
     from notifications.models import Event
@@ -269,7 +237,7 @@ def measure_stream(args, env, project, user, credential) -> dict:
     try:
         opened = time.perf_counter()
         future = asyncio.run_coroutine_threadsafe(
-            open_streams(port, credential, args.subscribers, received), loop
+            streams_open(port, credential, args.subscribers, received), loop
         )
         streams, tasks = future.result(timeout=300)
         open_seconds = time.perf_counter() - opened
@@ -287,11 +255,7 @@ def measure_stream(args, env, project, user, credential) -> dict:
                 time.sleep(0.005)
             arrivals = received.get(event_id, [])
             latencies += [(arrival - committed) * 1000 for arrival in arrivals]
-        rss_kib = int(
-            re.search(
-                r"VmRSS:\s+(\d+)", Path(f"/proc/{worker_pid(process)}/status").read_text()
-            ).group(1)
-        )
+        rss_mib = process_rss_mib(process)
         for _reader, writer in streams:
             loop.call_soon_threadsafe(writer.close)
         for task in tasks:
@@ -307,19 +271,8 @@ def measure_stream(args, env, project, user, credential) -> dict:
         "frames_received": len(latencies),
         "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
         "p99_ms": round(percentile(latencies, 99), 1) if latencies else None,
-        "server_rss_mib": round(rss_kib / 1024, 1),
+        "server_rss_mib": rss_mib,
     }
-
-
-def worker_pid(server: Server) -> int:
-    pid = server.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    return int(children.split()[0])
-
-
-def percentile(values: list[float], percent: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
 
 
 # Webhooks ----------------------------------------------------------------------------------
