@@ -214,6 +214,10 @@ def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
 
 def webhook_delete(*, webhook: Webhook, actor) -> None:
     with transaction.atomic():
+        # Its deliveries first, as a worker settling one does: an attempt being recorded now
+        # is committed before they go, and none can be added once they are locked (it would
+        # reference a delivery about to vanish).
+        list(Delivery.objects.select_for_update().filter(webhook=webhook).values_list("pk"))
         event_record(
             type="webhook.deleted",
             workspace_id=webhook.project.workspace_id,
@@ -360,6 +364,9 @@ def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> 
     shown_headers = {k: v for k, v in headers.items() if "signature" not in k.lower()}
     retry_in = None
     with transaction.atomic():
+        # Locked, and still there: its webhook may have been deleted while the POST was out.
+        if not Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk"):
+            return delivery
         DeliveryAttempt.objects.create(
             delivery=delivery,
             number=delivery.attempts,

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import connection, transaction
 from django.utils import timezone
 from standardwebhooks import Webhook as StandardWebhook
 
@@ -411,3 +412,73 @@ def test_one_change_makes_one_event_and_one_delivery(api, world, receiver):
     assert set(payload["data"]["changes"]) == {"title", "priority", "labels"}
     assert payload["data"]["issue"]["title"] == "Renamed"
     assert Issue.objects.get(pk=issue["id"]).title == "Renamed"
+
+
+def test_a_webhook_deleted_while_its_delivery_is_out_drops_it_quietly(
+    api, world, receiver, monkeypatch
+):
+    """The owner deletes the webhook while a POST to it is on the wire: the worker finds the
+    delivery gone when the answer comes back, and records nothing (no error either side)."""
+    from notifications import transport
+
+    hook = register(api, world.project, receiver.url, events=["issue.created"])
+    real_post = transport.post
+    errors = []
+
+    def post_while_deleting(url, **kwargs):
+        result = real_post(url, **kwargs)
+
+        def delete():
+            try:
+                services.webhook_delete(webhook=Webhook.objects.get(pk=hook.pk), actor=world.owner)
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        deleting = threading.Thread(target=delete)
+        deleting.start()
+        deleting.join(10)
+        return result
+
+    monkeypatch.setattr(transport, "post", post_while_deleting)
+    create_issue(api, world.project)
+
+    assert errors == []
+    assert len(receiver.requests) == 1
+    assert not Webhook.objects.filter(pk=hook.pk).exists()
+    assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()
+
+
+def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, receiver):
+    """A worker holds a delivery while it records an attempt (as ``_delivery_settle`` does);
+    the deletion of its webhook waits for it and takes the new attempt along."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL")
+    hook = register(api, world.project, receiver.url, events=["issue.created"])
+    create_issue(api, world.project)
+    delivery = Delivery.objects.get(webhook=hook)
+    locked = threading.Event()
+    errors = []
+
+    def worker():
+        try:
+            with transaction.atomic():
+                list(Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk"))
+                locked.set()
+                time.sleep(0.5)  # the deletion starts meanwhile
+                DeliveryAttempt.objects.create(delivery_id=delivery.pk, number=2)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert locked.wait(10)
+    services.webhook_delete(webhook=hook, actor=world.owner)
+    thread.join(10)
+
+    assert errors == []
+    assert not Webhook.objects.filter(pk=hook.pk).exists()
+    assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()
