@@ -212,12 +212,16 @@ def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
     return webhook
 
 
+def deliveries_lock(**filters) -> None:
+    """Lock the deliveries about to be deleted with their webhook or project, as a worker
+    settling one locks it: an attempt being recorded now is committed before they go, and
+    none can be added once they are locked (it would reference a delivery about to vanish)."""
+    list(Delivery.objects.select_for_update().filter(**filters).values_list("pk"))
+
+
 def webhook_delete(*, webhook: Webhook, actor) -> None:
     with transaction.atomic():
-        # Its deliveries first, as a worker settling one does: an attempt being recorded now
-        # is committed before they go, and none can be added once they are locked (it would
-        # reference a delivery about to vanish).
-        list(Delivery.objects.select_for_update().filter(webhook=webhook).values_list("pk"))
+        deliveries_lock(webhook=webhook)
         event_record(
             type="webhook.deleted",
             workspace_id=webhook.project.workspace_id,

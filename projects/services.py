@@ -4,7 +4,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Membership, User, Workspace
 from collab.api.exceptions import Conflict, ValidationFailed
-from notifications.services import diff, event_record
+from notifications.services import deliveries_lock, diff, event_record
 
 from .models import Project, ProjectMember
 from .serializers import ProjectSerializer
@@ -78,6 +78,7 @@ def project_delete(*, project: Project, actor: User) -> None:
             actor=actor,
             data={"project": project_payload(project)},
         )
+        deliveries_lock(webhook__project=project)
         project.delete()
 
 

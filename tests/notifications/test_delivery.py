@@ -450,9 +450,11 @@ def test_a_webhook_deleted_while_its_delivery_is_out_drops_it_quietly(
     assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()
 
 
-def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, receiver):
+@pytest.mark.parametrize("deleted", ["webhook", "project"])
+def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, receiver, deleted):
     """A worker holds a delivery while it records an attempt (as ``_delivery_settle`` does);
-    the deletion of its webhook waits for it and takes the new attempt along."""
+    the deletion of its webhook, or of the webhook's project, waits for it and takes the new
+    attempt along."""
     if connection.vendor != "postgresql":
         pytest.skip("row locks: PostgreSQL")
     hook = register(api, world.project, receiver.url, events=["issue.created"])
@@ -476,7 +478,12 @@ def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, rece
     thread = threading.Thread(target=worker)
     thread.start()
     assert locked.wait(10)
-    services.webhook_delete(webhook=hook, actor=world.owner)
+    if deleted == "webhook":
+        services.webhook_delete(webhook=hook, actor=world.owner)
+    else:
+        from projects.services import project_delete
+
+        project_delete(project=world.project, actor=world.owner)
     thread.join(10)
 
     assert errors == []
