@@ -41,4 +41,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "scripts/healthcheck.py"]
 
-CMD ["sh", "-c", "exec gunicorn collab.asgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class uvicorn_worker.UvicornWorker --worker-tmp-dir /dev/shm --access-logfile - --log-level warning"]
+CMD ["sh", "-c", "exec gunicorn collab.asgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class collab.serving.UvicornWorker --worker-tmp-dir /dev/shm --access-logfile - --log-level warning"]

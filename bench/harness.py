@@ -95,9 +95,9 @@ def database_ensure(url: str) -> None:
 # The servers a benchmark can start: what production runs (docker-compose.yml, Dockerfile,
 # ./run), and for comparison gunicorn's threaded WSGI workers and Django's plain ASGI handler.
 APPS = {
-    "asgi": ("collab.asgi", ["--worker-class", "uvicorn_worker.UvicornWorker"]),
+    "asgi": ("collab.asgi", ["--worker-class", "collab.serving.UvicornWorker"]),
     "wsgi": ("collab.wsgi", ["--worker-class", "gthread"]),
-    "django_asgi": ("collab.asgi:django_asgi", ["--worker-class", "uvicorn_worker.UvicornWorker"]),
+    "django_asgi": ("collab.asgi:django_asgi", ["--worker-class", "collab.serving.UvicornWorker"]),
 }
 
 

@@ -1,21 +1,78 @@
-"""Views outside the API proper: health probes and the JSON answer for unknown routes."""
+"""Views outside the API proper: health probes, the schema and its docs page, and the JSON
+answer for unknown routes."""
 
+import functools
 import logging
 
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.response import Response
 
 from collab.api.middleware import json_error
+from collab.api.renderers import EnvelopeRenderer
 
 logger = logging.getLogger("collab.health")
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
+def reads_only(view):
+    """A plain Django view that answers GET (and so HEAD) and OPTIONS, and a JSON 405 else."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        allow = ", ".join(READ_METHODS)
+        if request.method == "OPTIONS":
+            response = JsonResponse({"success": True, "data": {"methods": list(READ_METHODS)}})
+            response["Allow"] = allow
+            return response
+        if request.method != "GET":
+            return json_error(
+                405, "METHOD_NOT_ALLOWED", f'Method "{request.method}" not allowed.', Allow=allow
+            )
+        return view(request, *args, **kwargs)
+
+    return csrf_exempt(wrapper)
+
+
+class JsonAnswersMixin:
+    """For views whose success is not the envelope (the schema document, the docs page): their
+    OPTIONS and their errors (405, 404 for an unknown ``format``) are still JSON envelopes.
+
+    Their own renderers cannot draw those: the docs page's template renderer crashed (500) on
+    OPTIONS's metadata and answered HTML 405s.
+    """
+
+    def options(self, request, *args, **kwargs):
+        request.accepted_renderer = EnvelopeRenderer()
+        request.accepted_media_type = EnvelopeRenderer.media_type
+        return Response(self.metadata_class().determine_metadata(request, self))
+
+    def handle_exception(self, exc):
+        self.request.accepted_renderer = EnvelopeRenderer()
+        self.request.accepted_media_type = EnvelopeRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class SchemaView(JsonAnswersMixin, SpectacularAPIView):
+    """The OpenAPI document, JSON unless YAML is asked for (``?format=yaml``)."""
+
+    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+
+
+class DocsView(JsonAnswersMixin, SpectacularSwaggerView):
+    """The interactive docs page (HTML, the one page of the API that is not JSON)."""
+
+
+@reads_only
 def healthz(request):
     return JsonResponse({"success": True, "data": {"status": "ok"}})
 
 
+@reads_only
 def readyz(request):
     checks = {"database": _check_database()}
     if settings.REDIS_URL:

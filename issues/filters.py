@@ -13,7 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
-from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter
+from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter, is_id
 
 from .models import Issue, IssueType, Priority, Status
 
@@ -25,7 +25,7 @@ class ChoiceInFilter(filters.BaseInFilter, filters.ChoiceFilter):
 class AssigneeField(forms.CharField):
     def clean(self, value):
         value = super().clean(value)
-        if value in (None, "") or value in ("me", "none") or (value.isascii() and value.isdigit()):
+        if value in (None, "") or value in ("me", "none") or is_id(value):
             return value
         try:
             validate_email(value)
@@ -88,7 +88,7 @@ class IssueFilter(CachedFormFilterSet):
             return queryset.filter(assignee=self.request.user)
         if value == "none":
             return queryset.filter(assignee__isnull=True)
-        if value.isdigit():
+        if is_id(value):
             return queryset.filter(assignee_id=int(value))
         user_id = User.objects.filter(email=value.lower()).values_list("pk", flat=True).first()
         return queryset.filter(assignee_id=user_id) if user_id else queryset.none()

@@ -108,7 +108,7 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
     port = free_port()
     log = tmp_path / f"server-{port}.log"
     command = [sys.executable, "-m", "gunicorn", "collab.asgi", "--bind", f"127.0.0.1:{port}"]
-    command += ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers)]
+    command += ["--worker-class", "collab.serving.UvicornWorker", "--workers", str(workers)]
     command += ["--log-level", "warning", "--graceful-timeout", "2"]
     process = _spawn(command, env, log)
     try:

@@ -145,7 +145,7 @@ def test_web_migrates_then_serves_gunicorn_and_is_probed_on_healthz(compose):
     words = _words(web["command"])
     script = " ".join(words)
     assert "migrate --noinput" in script and "gunicorn collab.asgi" in script
-    assert "--worker-class uvicorn_worker.UvicornWorker" in script
+    assert "--worker-class collab.serving.UvicornWorker" in script
     assert script.index("migrate") < script.index("gunicorn"), "migrations run first"
     assert re.search(r"migrate --noinput\s*&&\s*exec gunicorn", script), "no serving if it fails"
     assert "--bind 0.0.0.0:8000" in script
@@ -223,7 +223,7 @@ def test_dockerfile_installs_requirements_and_collects_static_files(dockerfile):
 def test_dockerfile_serves_gunicorn_and_checks_healthz(dockerfile):
     instructions = dict(dockerfile)
     assert "gunicorn collab.asgi" in instructions["CMD"]
-    assert "uvicorn_worker.UvicornWorker" in instructions["CMD"]
+    assert "collab.serving.UvicornWorker" in instructions["CMD"]
     assert "scripts/healthcheck.py" in instructions["HEALTHCHECK"]
     assert "--interval" in instructions["HEALTHCHECK"]
     assert instructions["EXPOSE"] == "8000"
@@ -259,7 +259,7 @@ def test_the_image_health_probe_passes_against_gunicorn_with_production_settings
     env = _production_env(PORT=str(port))
     server = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "gunicorn", "collab.asgi", "--bind", f"127.0.0.1:{port}"]
-        + ["--worker-class", "uvicorn_worker.UvicornWorker"],
+        + ["--worker-class", "collab.serving.UvicornWorker"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -288,3 +288,20 @@ def test_the_image_health_probe_passes_against_gunicorn_with_production_settings
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_every_shipped_server_command_leaves_forwarded_headers_to_the_service():
+    """uvicorn's own worker rewrites the client address from X-Forwarded-For sent from
+    loopback; every command that starts the web server uses the project's worker, which does
+    not, so only RATE_LIMIT_TRUSTED_PROXIES decides (tests/api/test_live_http.py)."""
+    from collab.serving import UvicornWorker
+
+    assert UvicornWorker.CONFIG_KWARGS["proxy_headers"] is False
+    shipped = {
+        name: (ROOT / name).read_text()
+        for name in ("Procfile.local", "Dockerfile", "docker-compose.yml")
+    }
+    for name, text in shipped.items():
+        assert "gunicorn collab.asgi" in text, name
+        classes = re.findall(r"--worker-class\s+(\S+)", text)
+        assert classes and set(classes) == {"collab.serving.UvicornWorker"}, (name, classes)

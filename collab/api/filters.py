@@ -10,14 +10,28 @@ from drf_spectacular.utils import extend_schema_field
 
 from .exceptions import BadRequest
 
+# Identifiers are positive 64-bit integers: a larger number is no id, and a database refuses
+# to compare a column with it (an overflow, once a 500).
+MAX_ID = 2**63 - 1
+
+
+def is_id(value) -> bool:
+    """Whether ``value`` is the text of an identifier: digits only, 1 to ``MAX_ID``."""
+    return (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isdigit()
+        and len(value) <= 19
+        and 0 < int(value) <= MAX_ID
+    )
+
 
 class IdField(forms.IntegerField):
-    """Digits only: Django's IntegerField would also take ``1.0`` (and NumberFilter ``1.5``)."""
+    """Digits only, within the ids' range: Django's IntegerField would also take ``1.0`` (and
+    NumberFilter ``1.5``), and numbers no column can hold."""
 
     def to_python(self, value):
-        if value not in self.empty_values and not (
-            isinstance(value, str) and value.isascii() and value.isdigit()
-        ):
+        if value not in self.empty_values and not is_id(value):
             raise ValidationError(self.error_messages["invalid"], code="invalid")
         return super().to_python(value)
 

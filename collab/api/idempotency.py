@@ -34,13 +34,18 @@ def _request_hash(request) -> str:
     return digest.hexdigest()
 
 
+def _printable_ascii(value: str) -> bool:
+    return all(" " < char <= "~" for char in value)
+
+
 def idempotency_begin(request) -> IdempotencyKey | None:
     key = request.headers.get(HEADER)
     if key is None:
         return None
-    if not key or len(key) > 255:
+    if not key or len(key) > 255 or not _printable_ascii(key):
         raise BadRequest(
-            f"{HEADER} must be 1 to 255 characters.", details={HEADER: ["Invalid length."]}
+            f"{HEADER} must be 1 to 255 printable ASCII characters (a UUID, say).",
+            details={HEADER: ["Use 1 to 255 printable ASCII characters."]},
         )
     request_hash = _request_hash(request)
     for _ in range(2):

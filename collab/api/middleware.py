@@ -1,6 +1,7 @@
 """Middleware that guards the API before any view runs: request ids, body size and type,
 and JSON answers for what never reaches a DRF view (unknown routes, crashes)."""
 
+import io
 import logging
 import threading
 import uuid
@@ -71,44 +72,178 @@ class RequestIdMiddleware:
         )
 
 
-def _has_body(request) -> bool:
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    return length > 0 or "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+# Methods whose body the contract ignores (CONTRACT 9): nothing a client sends with them can
+# change what they do, so the body is dropped before any view, parser or guard sees it.
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 
 
-class ApiBodyGuardMiddleware:
-    """413 for oversize bodies and 415 for non-JSON ones, on every API route.
+class HeadAsGetMiddleware:
+    """HEAD is GET without a body, on every route, whatever the view does with methods.
 
-    It runs before routing, so an endpoint that never reads its body cannot let a
-    non-JSON or huge one slip through unnoticed.
+    Views that share one handler for several methods (an ``@action`` for GET and POST) branch
+    on ``request.method``; DRF and Django route HEAD to the GET handler, where a test of
+    ``method == "GET"`` failed and HEAD ran the write. Turning HEAD into GET before anything
+    runs means every scope check, view and branch sees a read; the body is dropped at the
+    end, ``Content-Length`` kept as GET's.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith(API_PREFIX) and _has_body(request):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                return json_error(400, "BAD_REQUEST", "Malformed Content-Length header.")
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            if limit is not None and length > limit:
-                return json_error(
-                    413,
-                    "PAYLOAD_TOO_LARGE",
-                    f"The request body is larger than {limit} bytes.",
-                    {"max_bytes": limit},
-                )
-            media_type = request.content_type or ""
-            if media_type != "application/json" and not request.path.startswith(NON_JSON_PATHS):
-                return json_error(
-                    415,
-                    "UNSUPPORTED_MEDIA_TYPE",
-                    "Request bodies must be application/json.",
-                    {"content_type": [media_type or "(none)"]},
-                )
+        if request.method != "HEAD":
+            return self.get_response(request)
+        request.method = "GET"
+        request.META["REQUEST_METHOD"] = "GET"
+        response = self.get_response(request)
+        if response.streaming:
+            # An event stream or a streamed report: never started, so it holds nothing yet
+            # and is dropped (its close() would end the request a second time).
+            headless = HttpResponse(status=response.status_code)
+            for name, value in response.items():
+                headless[name] = value
+            return headless
+        response.content = b""
+        return response
+
+
+def _content_length(request) -> int | None:
+    """The declared length; None when absent, -1 when malformed."""
+    raw = request.META.get("CONTENT_LENGTH")
+    if raw in (None, ""):
+        return None
+    try:
+        length = int(raw)
+    except ValueError:
+        return -1
+    return length if length >= 0 else -1
+
+
+def _is_chunked(request) -> bool:
+    return "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
+def _too_large(limit: int):
+    return json_error(
+        413,
+        "PAYLOAD_TOO_LARGE",
+        f"The request body is larger than {limit} bytes.",
+        {"max_bytes": limit},
+    )
+
+
+class ApiBodyGuardMiddleware:
+    """Every request body on an API route is read whole, within the limit, and is JSON.
+
+    - GET, HEAD, DELETE and OPTIONS bodies are ignored (dropped here);
+    - a chunked body (no ``Content-Length``) is read from the server's input up to
+      ``MAX_BODY_BYTES`` and handed on as if its length had been declared; Django alone would
+      read zero bytes of it, so the view saw an empty body and answered 200 for a write that
+      never happened. A server whose input does not end with the body (no
+      ``wsgi.input_terminated``) cannot be read safely: 411;
+    - over the limit: 413; not ``application/json``: 415.
+
+    It runs before routing, so an endpoint that never reads its body cannot let a non-JSON
+    or huge one slip through unnoticed.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        length = _content_length(request)
+        chunked = _is_chunked(request)
+        if request.method in BODYLESS_METHODS:
+            if length or chunked:
+                _drop_body(request)
+            return self.get_response(request)
+        if length == -1:
+            return json_error(400, "BAD_REQUEST", "Malformed Content-Length header.")
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if chunked and length is None:
+            refused = _read_chunked(request, limit)
+            if refused is not None:
+                return refused
+            length = len(request._body)
+        if not length:
+            return self.get_response(request)
+        if limit is not None and length > limit:
+            return _too_large(limit)
+        media_type = request.content_type or ""
+        if media_type != "application/json" and not request.path.startswith(NON_JSON_PATHS):
+            return json_error(
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "Request bodies must be application/json.",
+                {"content_type": [media_type or "(none)"]},
+            )
         return self.get_response(request)
+
+
+def _drop_body(request) -> None:
+    request.META["CONTENT_LENGTH"] = "0"
+    request.META.pop("HTTP_TRANSFER_ENCODING", None)
+    request._body = b""
+    request._stream = io.BytesIO()
+
+
+def _read_chunked(request, limit: int | None):
+    """Read a chunked body into the request (the server has decoded the chunks), or refuse."""
+    environ = getattr(request, "environ", {})
+    stream = environ.get("wsgi.input")
+    if stream is None or not environ.get("wsgi.input_terminated"):
+        return json_error(
+            411,
+            "LENGTH_REQUIRED",
+            "This server cannot read a chunked body; send a Content-Length header.",
+        )
+    cap = limit + 1 if limit is not None else -1
+    body = bytearray()
+    while cap < 0 or len(body) < cap:
+        block = stream.read(65536 if cap < 0 else min(65536, cap - len(body)))
+        if not block:
+            break
+        body.extend(block)
+    if limit is not None and len(body) > limit:
+        return _too_large(limit)
+    body = bytes(body)
+    request._body = body
+    request._stream = io.BytesIO(body)
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    request.META.pop("HTTP_TRANSFER_ENCODING", None)
+    return None
+
+
+# A query value longer than this is no filter anyone means; a URL that long is an attack or
+# a bug, and a bounded value keeps git arguments and SQL parameters bounded too.
+MAX_QUERY_VALUE_LENGTH = 2048
+
+
+class ApiQueryGuardMiddleware:
+    """400 for query parameters no route can take: a NUL character (PostgreSQL text cannot
+    hold one, so a filter would fail in the database as a 500) or a value over
+    ``MAX_QUERY_VALUE_LENGTH`` characters. Checked once here for every route, present and
+    future, instead of in each filter."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith(API_PREFIX) and request.GET:
+            for name, values in request.GET.lists():
+                problem = _query_problem(name, values)
+                if problem:
+                    return json_error(400, "BAD_REQUEST", problem, {name[:64]: [problem]})
+        return self.get_response(request)
+
+
+def _query_problem(name: str, values: list[str]) -> str | None:
+    if "\x00" in name or any("\x00" in value for value in values):
+        return "Query parameters cannot contain NUL characters."
+    if len(name) > MAX_QUERY_VALUE_LENGTH or any(
+        len(value) > MAX_QUERY_VALUE_LENGTH for value in values
+    ):
+        return f"Query parameters are limited to {MAX_QUERY_VALUE_LENGTH} characters."
+    return None

@@ -106,6 +106,7 @@ COMPONENTS = {
                             "METHOD_NOT_ALLOWED",
                             "NOT_ACCEPTABLE",
                             "CONFLICT",
+                            "LENGTH_REQUIRED",
                             "PAYLOAD_TOO_LARGE",
                             "UNSUPPORTED_MEDIA_TYPE",
                             "VALIDATION_ERROR",

@@ -15,6 +15,7 @@ from projects import selectors as project_selectors
 from projects.models import Project
 
 from .exceptions import Conflict, ValidationFailed, flatten_validation_errors
+from .filters import is_id
 from .idempotency import IdempotentReplay, idempotency_begin, idempotency_finish
 from .permissions import READ, default_ability, default_level, require_ability
 from .renderers import Envelope
@@ -30,6 +31,10 @@ class ApiViewSet(viewsets.GenericViewSet):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        # The router takes up to 19 digits; past 2**63 - 1 no record can have the id, and
+        # the database would overflow comparing it.
+        if any(isinstance(value, str) and not is_id(value) for value in kwargs.values()):
+            raise Http404
         self._idempotency = None
         if request.method == "POST" and request.user is not None:
             self._idempotency = idempotency_begin(request)

@@ -46,12 +46,15 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "collab.api.middleware.RequestIdMiddleware",
+    # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
+    "collab.api.middleware.HeadAsGetMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     # Before the body guard, so its 413s and 415s count and carry the rate-limit headers.
     "collab.api.ratelimit.RateLimitMiddleware",
     "collab.api.middleware.ApiBodyGuardMiddleware",
+    "collab.api.middleware.ApiQueryGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -14,7 +14,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 from notifications.models import Event
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
-from tests.factories import ProjectFactory
+from tests.factories import ProjectFactory, WebhookFactory
 
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -284,15 +284,26 @@ def test_multipart_form_is_415(api, world):
 
 
 def test_non_json_body_is_415_even_where_the_body_is_never_read(api, world):
+    webhook = WebhookFactory(project=world.project)
+    response = api.owner.generic(
+        "POST", f"/v1/webhooks/{webhook.pk}/ping", b"please", content_type="text/plain"
+    )
+    assert_error_envelope(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert not Event.objects.filter(type="webhook.ping").exists()
+
+
+def test_a_body_on_get_head_or_delete_is_ignored(api, world):
+    """CONTRACT 9: whatever such a body holds, it changes nothing and refuses nothing."""
+    response = api.owner.generic("GET", "/v1/projects", b"q=x", content_type="text/plain")
+    assert response.status_code == 200
+    response = api.owner.generic("HEAD", "/v1/projects", b"{", content_type="application/json")
+    assert response.status_code == 200
     response = api.owner.generic(
         "DELETE", f"/v1/projects/{world.project.pk}", b"please", content_type="text/plain"
     )
-    assert_error_envelope(response, 415, "UNSUPPORTED_MEDIA_TYPE")
-    assert Project.objects.filter(pk=world.project.pk).exists()
-    assert not Event.objects.filter(type="project.deleted").exists()
-
-    response = api.owner.generic("GET", "/v1/projects", b"q=x", content_type="text/plain")
-    assert_error_envelope(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert response.status_code == 200
+    assert not Project.objects.filter(pk=world.project.pk).exists()
+    assert Event.objects.filter(type="project.deleted").count() == 1
 
 
 # 413 ------------------------------------------------------------------------------------
@@ -315,11 +326,12 @@ def test_body_under_the_limit_passes(api, world):
 
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=64)
 def test_oversize_body_is_413_even_where_the_body_is_never_read(api, world):
+    webhook = WebhookFactory(project=world.project)
     response = api.owner.generic(
-        "DELETE", f"/v1/projects/{world.project.pk}", b"{}" + b" " * 100, "application/json"
+        "POST", f"/v1/webhooks/{webhook.pk}/ping", b"{}" + b" " * 100, "application/json"
     )
     assert_error_envelope(response, 413, "PAYLOAD_TOO_LARGE")
-    assert Project.objects.filter(pk=world.project.pk).exists()
+    assert not Event.objects.filter(type="webhook.ping").exists()
 
 
 def test_default_limit_is_one_mebibyte(api, world):

@@ -1,0 +1,14 @@
+"""How the project's servers run: the uvicorn worker class gunicorn starts.
+
+uvicorn trusts ``X-Forwarded-For`` and ``X-Forwarded-Proto`` from loopback by default and
+rewrites the client address before Django sees it, so behind a same-host proxy (or with none)
+any caller could pick the address its rate limit and login lockout count against. The
+service decides which forwarded hops to believe itself (``RATE_LIMIT_TRUSTED_PROXIES``,
+``collab.api.ratelimit.client_address``); the server passes the socket's address on unchanged.
+"""
+
+from uvicorn_worker import UvicornWorker as _UvicornWorker
+
+
+class UvicornWorker(_UvicornWorker):
+    CONFIG_KWARGS = {**_UvicornWorker.CONFIG_KWARGS, "proxy_headers": False}
