@@ -215,3 +215,19 @@ class RateLimitCounter(models.Model):
 
     def __str__(self):
         return f"{self.key}: {self.hits} until {self.reset_at}"
+
+
+class DeniedToken(models.Model):
+    """An access token, or a whole sign-in session, ended before its tokens expire (logout).
+
+    ``key`` is ``jti:<token id>`` for one access token or ``sid:<session id>`` for every access
+    token issued in a session (``accounts.token_denylist``). A row matters only until
+    ``expires_at``, when the last token it names expires by itself; a periodic task purges
+    the rows past it.
+    """
+
+    key = models.CharField(max_length=80, primary_key=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self):
+        return f"{self.key} until {self.expires_at:%Y-%m-%d %H:%M:%S}"

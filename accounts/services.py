@@ -2,6 +2,7 @@
 
 import re
 import secrets
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -12,8 +13,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
-from rest_framework_simplejwt.tokens import RefreshToken
+from rest_framework_simplejwt.tokens import AccessToken, RefreshToken
+from rest_framework_simplejwt.utils import datetime_from_epoch
 
 from collab.api.exceptions import (
     Conflict,
@@ -25,7 +28,7 @@ from collab.api.exceptions import (
 from collab.api.scopes import invalid_scopes
 from notifications.services import event_record
 
-from . import keys, login_protection
+from . import keys, login_protection, token_denylist
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
@@ -228,8 +231,23 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
 # JWT sessions ---------------------------------------------------------------------------
 
 
-def _token_pair(user: User) -> dict:
-    refresh = RefreshToken.for_user(user)
+def _token_pair(user: User, *, session: str | None = None) -> dict:
+    """A new pair in ``session`` (a new session when ``None``).
+
+    Both tokens carry the session's id (``token_denylist.SESSION_CLAIM``), and a refresh keeps
+    it, so a logout can end every access token issued in the session. The refresh token is
+    recorded as outstanding, as ``RefreshToken.for_user`` does, once the claim is set.
+    """
+    refresh = RefreshToken()
+    refresh[jwt_settings.USER_ID_CLAIM] = str(user.pk)
+    refresh[token_denylist.SESSION_CLAIM] = session or refresh[jwt_settings.JTI_CLAIM]
+    OutstandingToken.objects.create(
+        user=user,
+        jti=refresh[jwt_settings.JTI_CLAIM],
+        token=str(refresh),
+        created_at=refresh.current_time,
+        expires_at=datetime_from_epoch(refresh["exp"]),
+    )
     access = refresh.access_token
     return {
         "access_token": str(access),
@@ -252,16 +270,19 @@ def auth_login(*, email: str, password: str, client_address: str | None = None) 
     return _token_pair(user)
 
 
-def _claim_refresh_token(raw: str) -> OutstandingToken:
+def _refresh_token_parse(raw: str) -> RefreshToken:
+    try:
+        return RefreshToken(raw)
+    except TokenError:
+        raise Unauthorized("Invalid or expired refresh token.") from None
+
+
+def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
     """Mark a refresh token used, exactly once.
 
     The blacklist row is unique per token, so when many requests race with the same
     refresh token the database lets exactly one insert through; the rest fail here.
     """
-    try:
-        token = RefreshToken(raw)
-    except TokenError:
-        raise Unauthorized("Invalid or expired refresh token.") from None
     outstanding = OutstandingToken.objects.filter(jti=token["jti"]).select_related("user").first()
     if outstanding is None or outstanding.user is None:
         raise Unauthorized("Invalid or expired refresh token.")
@@ -274,15 +295,55 @@ def _claim_refresh_token(raw: str) -> OutstandingToken:
 
 
 def auth_refresh(*, refresh_token: str) -> dict:
+    token = _refresh_token_parse(refresh_token)
     with transaction.atomic():
-        outstanding = _claim_refresh_token(refresh_token)
+        outstanding = _refresh_token_claim(token)
         if not outstanding.user.is_active:
             raise Unauthorized("This account is not active.")
-        return _token_pair(outstanding.user)
+        return _token_pair(outstanding.user, session=token.get(token_denylist.SESSION_CLAIM))
 
 
-def auth_logout(*, refresh_token: str) -> None:
-    _claim_refresh_token(refresh_token)
+def _access_token_parse(raw: str | None) -> AccessToken | None:
+    """The access token a logout was called with, or ``None`` when there is none to end.
+
+    An expired token needs no ending, and a client commonly logs out with the stale token it
+    still holds: refusing the call would leave its refresh token alive. Anything that is not a
+    valid access token of ours (an API key, garbage, a forged token) ends nothing either.
+    """
+    if not raw:
+        return None
+    try:
+        return AccessToken(raw)
+    except TokenError:
+        return None
+
+
+def auth_logout(*, refresh_token: str, access_token: str | None = None) -> None:
+    """End a session: its refresh token, every access token issued in it, and the access
+    token the call was made with (CONTRACT section 9), all or nothing.
+
+    Both tokens must be the same account's: one account's token cannot end another's session.
+    """
+    refresh = _refresh_token_parse(refresh_token)
+    access = _access_token_parse(access_token)
+    user_claim = jwt_settings.USER_ID_CLAIM
+    if access is not None and access.get(user_claim) != refresh.get(user_claim):
+        raise ValidationFailed.field(
+            "refresh_token", "This refresh token is another account's than the access token's."
+        )
+    # Access tokens of the session were all issued by now, from refresh tokens now spent, so
+    # none lives past this; a second of margin for the clock ticking in between.
+    session_end = int(time.time()) + int(jwt_settings.ACCESS_TOKEN_LIFETIME.total_seconds()) + 1
+    entries: dict[str, int] = {}
+    session = refresh.get(token_denylist.SESSION_CLAIM)
+    if session:
+        entries[f"sid:{session}"] = session_end
+    if access is not None:
+        entries[f"jti:{access[jwt_settings.JTI_CLAIM]}"] = int(access["exp"])
+    with transaction.atomic():
+        _refresh_token_claim(refresh)
+        if entries:
+            token_denylist.denylist_add(entries=entries)
 
 
 # Invitations ----------------------------------------------------------------------------

@@ -39,3 +39,12 @@ def rate_limit_counters_purge() -> int:
     from collab.api.counters import counters_purge
 
     return counters_purge(older_than=3600)
+
+
+@shared_task
+def denied_tokens_purge() -> int:
+    """Drop logout denylist rows whose tokens have all expired: their own ``exp`` refuses them
+    now (Redis expires its copies itself)."""
+    from .token_denylist import denylist_purge
+
+    return denylist_purge()

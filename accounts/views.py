@@ -41,6 +41,10 @@ TOO_MANY_FAILED_LOGINS = OpenApiResponse(
     description="Too many failed sign-ins for this email or from this address: slowed down, "
     "then refused for a while. `Retry-After` says when to try again."
 )
+LOGOUT_OTHER_ACCOUNT = OpenApiResponse(
+    description="`refresh_token` is missing, or it is another account's than the access token "
+    "sent; nothing is revoked."
+)
 WORKSPACE_ID = OpenApiParameter(
     "workspace_id",
     int,
@@ -75,11 +79,22 @@ class AuthViewSet(ApiViewSet):
         data = self.validated(RefreshSerializer)
         return self.ok(services.auth_refresh(refresh_token=data["refresh_token"]))
 
-    @extend_schema(request=RefreshSerializer, responses={200: None, 401: BAD_REFRESH})
+    @extend_schema(
+        request=RefreshSerializer,
+        responses={200: None, 401: BAD_REFRESH, 422: LOGOUT_OTHER_ACCOUNT},
+        description="Ends the session of `refresh_token`: the refresh token, the access tokens "
+        "issued from it, and the access token sent as `Authorization: Bearer`, if any.",
+    )
     @action(detail=False, methods=["post"])
     def logout(self, request):
         data = self.validated(RefreshSerializer)
-        services.auth_logout(refresh_token=data["refresh_token"])
+        # This endpoint authenticates nobody (an expired access token must not stop a logout);
+        # the service reads the bearer token only to end it.
+        scheme, _, credential = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        services.auth_logout(
+            refresh_token=data["refresh_token"],
+            access_token=credential.strip() if scheme.lower() == "bearer" else None,
+        )
         return self.ok(None)
 
 

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import logging
 import re
+import secrets
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -186,11 +187,21 @@ def repository_sync_request(*, repository: Repository) -> None:
         _queue_sync(repository.pk)
 
 
-def push_signature_valid(*, repository: Repository, body: bytes, signature: str) -> bool:
+def push_signature_valid(*, repository: Repository | None, body: bytes, signature: str) -> bool:
     """Whether ``signature`` is ``sha256=<hex HMAC-SHA256 of body>`` under the repository's
-    secret (GitHub's ``X-Hub-Signature-256``), compared in constant time."""
-    expected = hmac.new(repository.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(f"sha256={expected}", signature.strip())
+    secret (GitHub's ``X-Hub-Signature-256``), compared in constant time.
+
+    Compared as bytes, so any header value (non-ASCII included) is simply wrong; a missing
+    repository costs the same HMAC as an existing one, so neither the answer nor its timing
+    tells which ids exist.
+    """
+    secret = repository.webhook_secret if repository is not None else _NO_REPOSITORY_SECRET
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    given = signature.strip().encode("utf-8", "replace")
+    return hmac.compare_digest(expected.encode(), given) and repository is not None
+
+
+_NO_REPOSITORY_SECRET = secrets.token_hex(32)
 
 
 def repository_sync(*, repository_id: int) -> None:

@@ -275,9 +275,7 @@ class RepositoryPushViewSet(ApiViewSet):
         body = request.body
         repository = Repository.objects.select_related("project").filter(pk=repository_id).first()
         signature = request.headers.get("X-Hub-Signature-256", "")
-        if repository is None or not services.push_signature_valid(
-            repository=repository, body=body, signature=signature
-        ):
+        if not services.push_signature_valid(repository=repository, body=body, signature=signature):
             # The same answer whether the repository exists or not: no probing of ids.
             raise Unauthorized("Unknown repository, or a missing or wrong X-Hub-Signature-256.")
         # Parse only once the signature holds: malformed JSON is then a 400.

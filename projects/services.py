@@ -89,11 +89,18 @@ def _member_payload(project: Project, user: User) -> dict:
     }
 
 
+def not_a_workspace_member() -> ValidationFailed:
+    """The one answer for a ``user_id`` that no member of the workspace has, whether the id
+    is nobody's or belongs to someone elsewhere: two answers would tell callers which ids
+    exist in other workspaces."""
+    return ValidationFailed.field("user_id", "No member of this workspace has this id.")
+
+
 def project_member_add(
     *, project: Project, user: User, actor: User, skip_existing: bool = False
 ) -> ProjectMember | None:
     if not Membership.objects.filter(workspace_id=project.workspace_id, user=user).exists():
-        raise ValidationFailed.field("user_id", "This user is not a member of the workspace.")
+        raise not_a_workspace_member()
     try:
         with transaction.atomic():
             member = ProjectMember.objects.create(project=project, user=user)

@@ -119,7 +119,7 @@ class ProjectViewSet(ProjectScopedViewSet):
         data = self.validated(ProjectMemberAddSerializer)
         user = User.objects.filter(pk=data["user_id"]).first()
         if user is None:
-            raise ValidationFailed.field("user_id", "No such user.")
+            raise services.not_a_workspace_member()
         member = services.project_member_add(project=project, user=user, actor=request.user)
         member.role = (
             Membership.objects.filter(workspace_id=project.workspace_id, user=user)

@@ -12,6 +12,7 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
 from accounts import keys
 from accounts.models import ApiKey, User
+from accounts.token_denylist import access_token_user
 
 from .prepared import PreparedQuery
 from .scopes import ALL_GRANTED, expand
@@ -95,11 +96,14 @@ class BearerAuthentication(BaseAuthentication):
         except (InvalidToken, TokenError):
             raise exceptions.AuthenticationFailed("Invalid or expired token.") from None
         try:
-            user = backend.get_user(token)
-        except (InvalidToken, exceptions.AuthenticationFailed):
-            raise exceptions.AuthenticationFailed(
-                "The account of this token is not active."
-            ) from None
+            # The user and the logout denylist in one lookup (see accounts.token_denylist).
+            user, ended = access_token_user(token)
+        except (KeyError, ValueError):
+            raise exceptions.AuthenticationFailed("Invalid or expired token.") from None
+        if user is None or not user.is_active:
+            raise exceptions.AuthenticationFailed("The account of this token is not active.")
+        if ended:
+            raise exceptions.AuthenticationFailed("This token has been revoked (logged out).")
         return user, Credential("jwt", ALL_GRANTED)
 
 

@@ -134,6 +134,10 @@ RATE_LIMIT_ANONYMOUS = env.int("RATE_LIMIT_ANONYMOUS", default=60)
 RATE_LIMIT_WINDOW_SECONDS = env.int("RATE_LIMIT_WINDOW_SECONDS", default=3600)
 # Where counters live: "redis" (one atomic script per request) or "database" (one atomic
 # upsert per request, the embedded default). Both count exactly across processes.
+# Where JWT requests ask whether their token was ended by a logout (accounts.token_denylist).
+# The database answers within the query that loads the token's user, at no extra cost;
+# "redis" adds a round trip per request and is there for databases under strain.
+TOKEN_DENYLIST_BACKEND = env.str("TOKEN_DENYLIST_BACKEND", default="database")
 RATE_LIMIT_BACKEND = env.str("RATE_LIMIT_BACKEND", default="redis" if REDIS_URL else "database")
 if RATE_LIMIT_BACKEND not in ("redis", "database") or (
     RATE_LIMIT_BACKEND == "redis" and not REDIS_URL
@@ -346,6 +350,7 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "accounts.tasks.rate_limit_counters_purge",
         "schedule": 3600.0,
     },
+    "denied-tokens-purge": {"task": "accounts.tasks.denied_tokens_purge", "schedule": 3600.0},
     # Analytics: yesterday's rollups (and late commits) soon after midnight and through the
     # day; a full recount nightly forgets what deleted issues and repositories left behind.
     "analytics-rollup": {

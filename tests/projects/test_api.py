@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from accounts.models import Role
+from accounts.models import Role, User
 from notifications.models import Event
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_error, assert_ok, client_for
@@ -597,6 +597,39 @@ def test_add_member_outside_the_workspace_is_422(api, world):
     error = assert_error(response, 422, "VALIDATION_ERROR")
     assert list(error["details"]) == ["user_id"]
     assert not ProjectMember.objects.filter(project=world.project, user=world.outsider).exists()
+    assert not Event.objects.exists()
+
+
+NOT_A_WORKSPACE_MEMBER = {
+    "success": False,
+    "error": {
+        "code": "VALIDATION_ERROR",
+        "message": "The request has invalid fields.",
+        "details": {"user_id": ["No member of this workspace has this id."]},
+    },
+}
+
+
+@pytest.mark.parametrize("who", ["nobody", "outsider", "without-workspace", "invited-elsewhere"])
+def test_adding_a_non_member_answers_the_same_whoever_the_id_is(api, world, who):
+    """An id that is nobody's and an id of someone in another workspace (or in none) get the
+    same status and body: different answers would enumerate users across workspaces."""
+    user_id = {
+        "nobody": lambda: 987654,
+        "outsider": lambda: world.outsider.pk,
+        "without-workspace": lambda: UserFactory().pk,
+        "invited-elsewhere": lambda: (
+            MembershipFactory(
+                workspace=world.globex, user=UserFactory(status=User.Status.INVITED)
+            ).user_id
+        ),
+    }[who]()
+
+    response = api.owner.post(url(world.project, "/members"), {"user_id": user_id}, format="json")
+
+    assert response.status_code == 422
+    assert response.json() == NOT_A_WORKSPACE_MEMBER
+    assert world.project.members.count() == 3
     assert not Event.objects.exists()
 
 
