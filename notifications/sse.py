@@ -87,6 +87,10 @@ def resync_frame(current: int, last_event_id: int, purged: int) -> bytes:
 async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: int | None):
     hub = stream.hub()
     boundary = await hub.subscribe(subscriber)
+    # What the client already has: nothing at or below its cursor is sent again. The hub also
+    # hands on events that commit late (an id below ones already read), and one of those can
+    # sit below the cursor of a stream opened after the later ones.
+    floor = last_event_id
     replayed: set[int] = set()
     try:
         yield b": connected\n\n"
@@ -94,6 +98,7 @@ async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: in
             purged = await stream.in_thread(stream.purged_through)
             if last_event_id < purged:
                 yield resync_frame(boundary, last_event_id, purged)
+                floor = boundary  # the resync frame's id is the client's cursor now
             else:
                 async for event in _replay(subscriber, last_event_id, boundary):
                     replayed.add(event.id)
@@ -109,7 +114,7 @@ async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: in
                 continue
             if item is stream.CLOSE:
                 return
-            if item.id in replayed:
+            if item.id in replayed or (floor is not None and item.id <= floor):
                 continue
             yield item.frame()
             if time.monotonic() - refreshed > REFRESH_SECONDS:
