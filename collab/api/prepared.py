@@ -16,7 +16,7 @@ loudly instead of running with the wrong value.
 import threading
 from collections.abc import Callable
 
-from django.db import connections
+from django.db import connections, router
 from django.db.models import QuerySet
 
 # Stand-ins: values no caller passes, of the type the field expects, so the compiler keeps
@@ -35,6 +35,7 @@ class PreparedQuery:
             raise TypeError(f"Parameters must be int or str: {unsupported}")
         self.build = build
         self.types = types
+        self._model = None
         self._local = threading.local()
 
     def rows(self, **params) -> list[dict]:
@@ -60,20 +61,30 @@ class PreparedQuery:
         return self._compiled().alias
 
     def _compiled(self) -> "_Compiled":
-        # Per thread: a compiler is bound to its thread's connection.
-        compiled = getattr(self._local, "compiled", None)
+        # Per thread (a compiler is bound to its thread's connection) and per database: the
+        # router may send this read to a replica now and to the primary later in a request.
+        by_alias = self._local.__dict__.setdefault("by_alias", {})
+        alias = router.db_for_read(self._model) if self._model is not None else None
+        compiled = by_alias.get(alias)
         if compiled is None:
-            compiled = self._local.compiled = _Compiled(self.build, self.types)
+            compiled = _Compiled(self.build, self.types, using=alias)
+            self._model = compiled.model
+            by_alias[alias] = by_alias[compiled.alias] = compiled
         return compiled
 
 
 class _Compiled:
-    def __init__(self, build: Callable[..., QuerySet], types: dict[str, type]):
+    def __init__(
+        self, build: Callable[..., QuerySet], types: dict[str, type], using: str | None = None
+    ):
         stand_ins = {
             name: (_INT_BASE - index if kind is int else f"\x00prepared:{name}:{index}\x00")
             for index, (name, kind) in enumerate(sorted(types.items()))
         }
         queryset = build(**stand_ins)
+        if using is not None:
+            queryset = queryset.using(using)
+        self.model = queryset.model
         query = queryset.query
         if not query.values_select and not query.annotation_select:
             raise TypeError("A PreparedQuery needs a values() queryset.")

@@ -48,6 +48,7 @@ MIDDLEWARE = [
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
+    "collab.dbrouters.ReplicaPinMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -108,6 +109,26 @@ else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Behind PgBouncer in transaction pooling, one connection's queries may reach different server
+# sessions, so nothing may outlive a transaction on the server. Django binds parameters on
+# the client (no server-side prepared statements; psycopg is told never to prepare either),
+# and server-side cursors (``.iterator()``) are the one session feature it would use.
+DATABASE_TRANSACTION_POOLING = env.bool("DATABASE_TRANSACTION_POOLING", default=False)
+# An optional read replica: reads that need not see the caller's own writes go there
+# (collab.dbrouters); a request that wrote reads the primary for the rest of the request.
+DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = {
+        **DATABASES["default"],
+        **env.db_url_config(DATABASE_REPLICA_URL),
+        "OPTIONS": {**DATABASES["default"].get("OPTIONS", {})},
+    }
+    DATABASE_ROUTERS = ["collab.dbrouters.PrimaryReplicaRouter"]
+if DATABASE_TRANSACTION_POOLING:
+    for _database in DATABASES.values():
+        _database["DISABLE_SERVER_SIDE_CURSORS"] = True
+        _database.setdefault("OPTIONS", {})["prepare_threshold"] = None
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

@@ -24,9 +24,13 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and not env.bool(  # noqa: F405
     "DATABASE_POOL", default=False
 ):
-    DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405
-    DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405
+    for _database in DATABASES.values():  # noqa: F405
+        _database["OPTIONS"].pop("pool", None)
+        _database["CONN_MAX_AGE"] = 60
+        _database["CONN_HEALTH_CHECKS"] = True
+# The test database has no replica of its own: the replica alias reads the same one.
+if "replica" in DATABASES:  # noqa: F405
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # noqa: F405
 
 # Each pytest-xdist worker gets its own Redis database, so caches and counters never mix.
 _worker = env.str("PYTEST_XDIST_WORKER", default="gw0").removeprefix("gw")

@@ -62,14 +62,14 @@ def test_it_runs_one_query_per_call(world, query):
 
 def test_each_thread_compiles_for_its_own_connection(world, query):
     assert query.rows(pk=world.project.pk, user_id=world.owner.pk)
-    mine = query._local.compiled
+    mine = query._compiled()
     seen = []
 
     def other_thread():
         try:
             # Compiled there for that thread's connection, without running it (outside the
             # test's transaction, SQLite would wait on the test's lock).
-            seen.append((query.alias, query._local.compiled))
+            seen.append((query.alias, query._compiled()))
         finally:
             connection.close()
 
@@ -79,7 +79,7 @@ def test_each_thread_compiles_for_its_own_connection(world, query):
     [(alias, theirs)] = seen
     assert alias == "default" and theirs is not mine
     assert theirs.sql == mine.sql
-    assert query._local.compiled is mine
+    assert query._compiled() is mine
 
 
 def test_json_and_datetimes_of_an_api_key(world):
