@@ -4,6 +4,7 @@ Everything is reached through the projects the user may see (one visibility rule
 ``projects.selectors``), so another workspace's repository or pull request is a 404.
 """
 
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import QuerySet
@@ -123,6 +124,7 @@ class BranchHistory:
         self.repository = repository
         self.tip = tip
         self._count: int | None = None
+        self._path: Path | None = None
 
     def count(self) -> int:
         if self._count is None:
@@ -130,11 +132,14 @@ class BranchHistory:
         return self._count
 
     def _git(self, function, *args, **kwargs):
-        try:
-            return function(git.mirror_path(self.repository.pk), *args, **kwargs)
-        except git.GitError as exc:
-            from .services import mirror_unavailable
+        # Reads the node's mirror, filled from the origin first when this node has none yet.
+        from .services import mirror_ready, mirror_unavailable
 
+        if self._path is None:
+            self._path = mirror_ready(repository=self.repository, needs=[self.tip])
+        try:
+            return function(self._path, *args, **kwargs)
+        except git.GitError as exc:
             raise mirror_unavailable(exc) from None
 
     def __len__(self) -> int:

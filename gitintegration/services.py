@@ -41,9 +41,6 @@ from .selectors import (
 
 logger = logging.getLogger("collab.git")
 
-NETWORK_SCHEMES = {"https", "ssh", "git"}
-# "git@host:owner/repo.git": ssh in scp form, no scheme.
-SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._~-]+@)?(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?!//)")
 # "fixes #12", "Closes: #3", "resolved #7" (GitHub's keywords and their usual variants).
 CLOSING_KEYWORDS = re.compile(
     r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b\s*:?\s*#(\d+)\b", re.IGNORECASE
@@ -63,40 +60,32 @@ def clone_url_check(*, clone_url: str) -> str:
     Local paths and ``file://`` read the server's own disk: only with
     ``GIT_ALLOW_LOCAL_REPOSITORIES``. Network URLs must not lead to loopback, private or
     link-local addresses unless ``WEBHOOK_ALLOW_PRIVATE_NETWORKS`` (the webhooks' guard).
+    The URL is read as git reads it (``git.remote_parse``); git itself is pinned to the
+    checked addresses again when it runs (``git.remote_pin``).
     """
     url = clone_url.strip()
     if not url or url.startswith("-") or any(ord(ch) < 32 for ch in url):
         raise _refuse("Enter a URL git can fetch.")
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    local = scheme == "file" or (not scheme and url.startswith(("/", "./", "../", "~")))
-    if local:
+    try:
+        remote = git.remote_parse(url)
+    except ValueError as exc:
+        raise _refuse(str(exc)) from None
+    if remote is None:
         if not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
             raise _refuse(
                 "Local paths and file:// URLs are refused on this server "
                 "(GIT_ALLOW_LOCAL_REPOSITORIES is off)."
             )
         # git expands no "~" and resolves relative paths against its working directory.
-        path = Path(parts.path if scheme == "file" else url)
+        path = Path(urlsplit(url).path if url.startswith("file://") else url)
         if not path.is_absolute():
             raise _refuse("A local repository must be given by its absolute path.")
         return url
-    if scheme:
-        if scheme not in NETWORK_SCHEMES:
-            raise _refuse("Use an https://, ssh:// or git:// URL (or user@host:path for ssh).")
-        host = parts.hostname
-        if parts.password and scheme == "ssh":
-            raise _refuse("Passwords in ssh URLs are not accepted; use a deploy key.")
-    else:
-        match = SCP_LIKE.match(url)
-        if match is None:
-            raise _refuse("Use an https://, ssh:// or git:// URL (or user@host:path for ssh).")
-        host = match.group("host")
-    if not host:
-        raise _refuse("The URL names no host.")
+    if remote.has_password and remote.scheme == "ssh":
+        raise _refuse("Passwords in ssh URLs are not accepted; use a deploy key.")
     try:
         # The webhooks' guard: every address the name resolves to must be public.
-        resolve(host.strip("[]"), 0)
+        resolve(remote.host, remote.port)
     except UnsafeAddress as exc:
         raise _refuse(str(exc)) from None
     return url
@@ -332,6 +321,25 @@ def _shas(pull: PullRequest) -> dict:
     return {"head_sha": pull.head_sha, "base_sha": pull.base_sha}
 
 
+def mirror_ready(*, repository: Repository, needs: list[str]) -> Path:
+    """This node's mirror of the repository, holding the commits ``needs`` names.
+
+    A node's mirror is a cache of the origin: whichever node a request or a task lands on, a
+    mirror that is missing, or older than the database's record of the branches, is fetched
+    from the origin first (through the address guard, as every fetch is). What the answer
+    depends on is the database's record, so every node gives the same one.
+    """
+    path = git.mirror_path(repository.pk)
+    with git.mirror_lock(repository.pk):
+        if (path / "HEAD").exists() and all(git.object_exists(path, sha) for sha in needs):
+            return path
+        try:
+            clone_url_check(clone_url=repository.clone_url)
+            return git.mirror_fetch(repository_id=repository.pk, url=repository.clone_url)
+        except (git.GitError, ValidationFailed, OSError) as exc:
+            raise mirror_unavailable(exc) from None
+
+
 def mirror_unavailable(exc: Exception) -> Conflict:
     # git's own message names paths on the server: logged, not answered.
     logger.warning("Mirror unreadable: %s", exc)
@@ -378,8 +386,8 @@ def pull_request_create(*, repository: Repository, actor: User | None, data: dic
         errors["head"] = ["The head and the base must be different branches."]
     if errors:
         raise ValidationFailed(details=errors)
-    path = git.mirror_path(repository.pk)
     with git.mirror_lock(repository.pk):
+        path = mirror_ready(repository=repository, needs=[tips[head], tips[base]])
         try:
             contained = git.is_ancestor(path, tips[head], tips[base])
         except git.GitError as exc:

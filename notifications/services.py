@@ -116,7 +116,12 @@ def webhook_record(webhook: Webhook) -> dict:
 
 def webhook_url_check(url: str) -> None:
     """422 unless ``url`` is an http(s) URL whose host resolves to public addresses only."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced or invalid "[...]" host
+        raise ValidationFailed.field(
+            "url", "Give an http:// or https:// URL with a host."
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationFailed.field("url", "Give an http:// or https:// URL with a host.")
     if parts.username or parts.password:

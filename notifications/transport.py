@@ -1,9 +1,10 @@
 """One HTTP POST of a delivery, to an address checked by the private-address guard.
 
-The URL's host is resolved once and checked (collab/netguard.py); the connection then goes to
-that checked address, with the original name in the ``Host`` header and, for HTTPS, in SNI
-and certificate verification. Redirects are not followed: a receiver answers where it was
-registered.
+The URL's host is resolved and checked here, at connect time in the worker, by the guard
+(``collab.netguard.pin``); the connection then goes to that checked address, with the original
+name in the ``Host`` header and, for HTTPS, in SNI and certificate verification, so a name that
+resolves elsewhere by now (DNS rebinding) reaches nothing unchecked. Redirects are not
+followed: a receiver answers where it was registered.
 """
 
 import time
@@ -12,7 +13,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from collab.netguard import UnsafeAddress, resolve
+from collab.netguard import UnsafeAddress, pin
 
 RESPONSE_EXCERPT_BYTES = 2048
 
@@ -46,14 +47,15 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> P
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        address = resolve(host, port)[0]
+        address = pin(host, port)
     except UnsafeAddress as exc:
         return PostResult(None, elapsed(), error=f"refused: {exc}")
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     default_port = port == (443 if parts.scheme == "https" else 80)
-    request_headers = {"Host": host if default_port else f"{host}:{port}", **headers}
+    name = f"[{host}]" if ":" in host else host
+    request_headers = {"Host": name if default_port else f"{name}:{port}", **headers}
     pool_options = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
     if parts.scheme == "https":
         pool = urllib3.HTTPSConnectionPool(

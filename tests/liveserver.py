@@ -102,6 +102,10 @@ def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
         )
 
 
+# The server process behind each port asgi_server started, for tests that kill one.
+running_servers: dict[int, subprocess.Popen] = {}
+
+
 @contextmanager
 def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
     """gunicorn with uvicorn workers on ``collab.asgi``, as production and compose run it."""
@@ -111,6 +115,7 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
     command += ["--worker-class", "collab.serving.UvicornWorker", "--workers", str(workers)]
     command += ["--log-level", "warning", "--graceful-timeout", "2"]
     process = _spawn(command, env, log)
+    running_servers[port] = process
     try:
         deadline = time.monotonic() + 40
         while True:
@@ -124,6 +129,7 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
             time.sleep(0.1)
         yield port
     finally:
+        running_servers.pop(port, None)
         _stop(process)
 
 

@@ -438,17 +438,33 @@ def test_a_push_to_an_archived_project_is_409(api, world, synced):
     assert_error(response, 409, "CONFLICT")
 
 
-def test_a_lost_mirror_is_409_until_the_next_sync(api, synced, git_storage, origin):
+def test_a_lost_mirror_is_fetched_again_from_the_origin(api, synced, git_storage, origin):
+    """A node's mirror is a cache: one that is missing (a new node, a wiped disk) is rebuilt
+    from the origin by the request that needs it."""
     import shutil
 
     shutil.rmtree(git_storage / f"{synced.pk}.git")
+    path = f"/v1/repositories/{synced.pk}/commits?branch=main"
+    assert [c["sha"] for c in assert_ok(api.viewer.get(path))["data"]] == origin.log("main")
+    shutil.rmtree(git_storage / f"{synced.pk}.git")
+    body = {"title": "x", "head": "feature", "base": "main"}
+    response = api.owner.post(f"/v1/repositories/{synced.pk}/pulls", body, format="json")
+    assert assert_ok(response, 201)["data"]["head_sha"] == origin.sha("feature")
+
+
+def test_a_lost_mirror_of_an_unreachable_origin_is_409(api, synced, git_storage, origin):
+    import shutil
+
+    shutil.rmtree(git_storage / f"{synced.pk}.git")
+    origin.path.rename(origin.path.with_name("moved.git"))
     path = f"/v1/repositories/{synced.pk}/commits?branch=main"
     error = assert_error(api.viewer.get(path), 409, "CONFLICT")
     assert error["details"] == {"sync_required": True}
     body = {"title": "x", "head": "feature", "base": "main"}
     response = api.owner.post(f"/v1/repositories/{synced.pk}/pulls", body, format="json")
     assert_error(response, 409, "CONFLICT")
-    repository_sync(repository_id=synced.pk)
+    assert not synced.pull_requests.exists()
+    origin.path.with_name("moved.git").rename(origin.path)
     assert [c["sha"] for c in assert_ok(api.viewer.get(path))["data"]] == origin.log("main")
 
 
