@@ -133,8 +133,14 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
         _stop(process)
 
 
+# Every queue (CELERY_TASK_ROUTES), as the worker command of the README and compose takes them.
+QUEUES = "default,webhooks,git,analytics,email"
+
+
 class Worker:
-    """A Celery worker process (beat embedded), which a test may kill and start again."""
+    """A Celery worker process (beat embedded), which a test may kill and start again.
+
+    It consumes every queue, as production's worker command does."""
 
     def __init__(self, env: dict[str, str], tmp_path: Path, beat: bool = True):
         self.env, self.tmp_path, self.beat = env, tmp_path, beat
@@ -143,6 +149,7 @@ class Worker:
 
     def start(self) -> "Worker":
         command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--pool", "solo"]
+        command += ["-Q", QUEUES]
         command += ["--loglevel", "INFO", "--without-mingle", "--without-gossip"]
         command += ["--hostname", f"test-{free_port()}@%h"]
         if self.beat:
@@ -172,6 +179,41 @@ class Worker:
             except conn.connection_errors:
                 return  # the test's own broker is gone, and its queue with it
             app.control.purge(connection=conn)
+
+    def output(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+
+class Beat:
+    """A ``celery beat`` process of its own (the scheduler of CELERY_BEAT_SCHEDULER, with its
+    lock), as a cluster runs one or more next to the workers."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path, name: str = "beat"):
+        self.env, self.tmp_path = env, tmp_path
+        self.log = tmp_path / f"{name}.log"
+        self.schedule = tmp_path / f"{name}-schedule"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Beat":
+        command = [sys.executable, "-m", "celery", "-A", "collab", "beat"]
+        command += ["--loglevel", "INFO", "--schedule", str(self.schedule)]
+        self.process = _spawn(command, self.env, self.log)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to release its lock."""
+        assert self.process is not None
+        _group_kill(self.process)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""

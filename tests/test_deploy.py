@@ -1,27 +1,40 @@
-"""The deployment files (Dockerfile, docker-compose.yml) and the production settings.
+"""The deployment files (Dockerfile, docker-compose.yml, deploy/nginx) and the production
+settings.
 
 No Docker engine runs where the suite runs, so the files are read as data: the compose file
-with PyYAML, the Dockerfile instruction by instruction. What can run without Docker does:
-the production settings under ``manage.py check --deploy``, built from the environment the
-compose file gives the containers, and the health probe the image uses, against a real
-gunicorn.
+with PyYAML, the Dockerfile instruction by instruction, nginx's configuration by its tokens.
+What can run without Docker does: the production settings under ``manage.py check --deploy``,
+built from the environment the compose file gives the containers, the health probe the image
+uses against a real gunicorn, and, where nginx is installed, the load balancer's configuration
+under ``nginx -t`` and in front of two stand-in web processes.
 """
 
+import http.server
+import json
 import os
 import re
 import secrets
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_SERVICES = ("web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "beat")
+NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
+WORKER_COMMAND = (
+    "celery -A collab worker -Q default,webhooks,git,analytics,email"
+    " --loglevel INFO --concurrency 2"
+)
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +114,16 @@ def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 # docker-compose.yml ---------------------------------------------------------------------
 
 
-def test_compose_has_the_five_services(compose):
-    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "beat"}
+def test_compose_has_its_services(compose):
+    assert set(compose["services"]) == {
+        "postgres",
+        "redis",
+        "migrate",
+        "web",
+        "worker",
+        "beat",
+        "nginx",
+    }
 
 
 def test_postgres_and_redis_have_health_checks(compose):
@@ -128,37 +149,85 @@ def test_app_services_share_the_image_and_the_production_environment(compose, na
     assert env["SECRET_KEY"].startswith("${SECRET_KEY:?"), "no default secret, ever"
     assert _interpolate(env["ALLOWED_HOSTS"], {})
     assert env["SECURE_SSL_REDIRECT"] == "0"
-    for dependency in ("postgres", "redis"):
-        assert service["depends_on"][dependency] == {"condition": "service_healthy"}
+    assert service["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    if name != "migrate":
+        assert service["depends_on"]["redis"] == {"condition": "service_healthy"}
 
 
-def test_web_worker_and_beat_share_the_git_mirrors(compose):
+def test_no_volume_is_shared_between_app_containers(compose):
+    """Replicas share PostgreSQL and Redis only, as on separate machines: each container
+    keeps its own git mirrors in the image's data folder (a cache refilled from the origin)."""
     for name in APP_SERVICES:
-        assert "git-mirrors:/app/var/git" in compose["services"][name]["volumes"], name
-    assert "git-mirrors" in compose["volumes"]
-    # Created in the image, owned by the service's user, so the new volume is writable.
+        service = compose["services"][name]
+        assert not service.get("volumes"), name
+        assert "GIT_STORAGE_DIR" not in service["environment"], name
+    assert set(compose["volumes"]) == {"postgres-data", "redis-data"}
+    # Created in the image, owned by the service's user, so the container can write it.
     assert "mkdir -p /app/var/git" in (ROOT / "Dockerfile").read_text()
 
 
-def test_web_migrates_then_serves_gunicorn_and_is_probed_on_healthz(compose):
+def test_replicas_two_web_two_workers_one_beat(compose):
+    replicas = {
+        name: compose["services"][name]["deploy"]["replicas"] for name in ("web", "worker", "beat")
+    }
+    assert replicas == {"web": 2, "worker": 2, "beat": 1}
+    # Replicas need compose's own names: a fixed one would clash.
+    for name in APP_SERVICES:
+        assert "container_name" not in compose["services"][name], name
+
+
+def test_migrations_run_once_before_anything_that_uses_the_database(compose):
+    """Not in web's command: two replicas migrating an empty PostgreSQL database at once
+    collide on its catalog (duplicate key in pg_type), and one of them fails."""
+    migrate = compose["services"]["migrate"]
+    assert _words(migrate["command"]) == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["restart"] == "no"
+    assert "deploy" not in migrate
+    for name in ("web", "worker", "beat"):
+        service = compose["services"][name]
+        assert service["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }, name
+        assert "migrate" not in _words(service["command"]), name
+
+
+def test_web_serves_gunicorn_behind_nginx_and_is_probed_on_healthz(compose):
     web = compose["services"]["web"]
-    words = _words(web["command"])
-    script = " ".join(words)
-    assert "migrate --noinput" in script and "gunicorn collab.asgi" in script
+    script = " ".join(_words(web["command"]))
+    assert script.startswith("gunicorn collab.asgi")
     assert "--worker-class collab.serving.UvicornWorker" in script
-    assert script.index("migrate") < script.index("gunicorn"), "migrations run first"
-    assert re.search(r"migrate --noinput\s*&&\s*exec gunicorn", script), "no serving if it fails"
     assert "--bind 0.0.0.0:8000" in script
-    assert any(port.endswith(":8000") for port in web["ports"])
+    assert "ports" not in web, "clients come through nginx"
+    # nginx appends the address it saw: exactly one hop to believe.
+    assert web["environment"]["RATE_LIMIT_TRUSTED_PROXIES"] == "1"
     assert _words(web["healthcheck"]["test"]) == ["CMD", "python", "scripts/healthcheck.py"]
     assert "/healthz" in (ROOT / "scripts" / "healthcheck.py").read_text()
 
 
+def test_nginx_publishes_the_port_and_reads_the_repository_config(compose):
+    nginx = compose["services"]["nginx"]
+    name, _, tag = nginx["image"].partition(":")
+    # The official image, recent enough for `server ... resolve` (open-source nginx 1.27.3).
+    assert name == "nginx" and tuple(map(int, tag.split("."))) >= (1, 27, 3)
+    assert nginx["volumes"] == ["./deploy/nginx/nginx.conf:/etc/nginx/nginx.conf:ro"]
+    (port,) = nginx["ports"]
+    published, _, target = port.rpartition(":")
+    assert _interpolate(published, {}) == "8000"
+    assert _interpolate(published, {"WEB_PORT": "9000"}) == "9000"
+    (listen,) = _directives(_nginx_tree(), "http", "server", "listen")
+    assert listen == [target]
+    assert nginx["depends_on"]["web"] == {"condition": "service_healthy"}
+
+
+def test_the_worker_takes_every_queue(compose):
+    assert _words(compose["services"]["worker"]["command"]) == shlex.split(WORKER_COMMAND)
+
+
 @pytest.mark.parametrize("name", ["worker", "beat"])
-def test_celery_services_run_the_collab_app_once_web_is_healthy(compose, name):
+def test_celery_services_run_the_collab_app(compose, name):
     service = compose["services"][name]
     assert _words(service["command"])[:4] == ["celery", "-A", "collab", name]
-    assert service["depends_on"]["web"] == {"condition": "service_healthy"}
+    assert "web" not in service["depends_on"]
     # The image's HEALTHCHECK probes gunicorn, which these containers do not run.
     assert service["healthcheck"] != {} and "scripts/healthcheck.py" not in str(
         service["healthcheck"]
@@ -184,17 +253,19 @@ def test_compose_environment_configures_production_settings(compose):
     code = (
         "import django, json; django.setup(); from django.conf import settings as s; "
         "print(json.dumps([s.DEBUG, s.SECURE_SSL_REDIRECT, s.ALLOWED_HOSTS, "
-        "s.DATABASES['default']['HOST'], s.CACHES['default']['LOCATION'], s.CELERY_BROKER_URL]))"
+        "s.DATABASES['default']['HOST'], s.CACHES['default']['LOCATION'], s.CELERY_BROKER_URL, "
+        "s.RATE_LIMIT_TRUSTED_PROXIES]))"
     )
     result = subprocess.run(  # noqa: S603
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    debug, ssl_redirect, hosts, db_host, cache, broker = yaml.safe_load(result.stdout)
+    debug, ssl_redirect, hosts, db_host, cache, broker, proxies = yaml.safe_load(result.stdout)
     assert (debug, ssl_redirect) == (False, False)
     assert hosts == ["localhost", "127.0.0.1"]
     assert db_host == "postgres"
     assert cache == broker == "redis://redis:6379/0"
+    assert proxies == 1
 
 
 # Dockerfile -----------------------------------------------------------------------------
@@ -299,9 +370,319 @@ def test_every_shipped_server_command_leaves_forwarded_headers_to_the_service():
     assert UvicornWorker.CONFIG_KWARGS["proxy_headers"] is False
     shipped = {
         name: (ROOT / name).read_text()
-        for name in ("Procfile.local", "Dockerfile", "docker-compose.yml")
+        for name in (
+            "Procfile.local",
+            "Dockerfile",
+            "docker-compose.yml",
+            "deploy/kubernetes/base/web.yaml",
+        )
     }
     for name, text in shipped.items():
-        assert "gunicorn collab.asgi" in text, name
-        classes = re.findall(r"--worker-class\s+(\S+)", text)
+        # A command line, or a YAML list of words ("- gunicorn", "- collab.asgi").
+        assert re.search(r"gunicorn\s+(-\s+)?collab\.asgi", text), name
+        classes = re.findall(r"--worker-class[=\s]+(\S+)", text)
         assert classes and set(classes) == {"collab.serving.UvicornWorker"}, (name, classes)
+
+
+# deploy/nginx/nginx.conf ----------------------------------------------------------------
+
+NGINX = shutil.which("nginx") or (
+    "/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None
+)
+needs_nginx = pytest.mark.skipif(
+    NGINX is None, reason="nginx is not installed (Debian: apt-get install nginx)"
+)
+NGINX_TOKEN = re.compile(r"#[^\n]*|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[{};]|[^\s{};'\"]+")
+
+
+def _nginx_tree() -> list[tuple[str, list[str], list | None]]:
+    """nginx's configuration as ``(directive, arguments, block or None)``, comments dropped."""
+    tokens = NGINX_TOKEN.findall(NGINX_CONF.read_text())
+
+    def block(position: int) -> tuple[list, int]:
+        directives, words = [], []
+        while position < len(tokens):
+            token = tokens[position]
+            position += 1
+            if token.startswith("#"):
+                continue
+            if token == ";":
+                directives.append((words[0], words[1:], None))
+                words = []
+            elif token == "{":
+                children, position = block(position)
+                directives.append((words[0], words[1:], children))
+                words = []
+            elif token == "}":
+                return directives, position
+            else:
+                words.append(token[1:-1] if token[0] in "'\"" else token)
+        assert not words, "a directive without its ';'"
+        return directives, position
+
+    return block(0)[0]
+
+
+def _directives(tree: list, *path: str) -> list[list[str]]:
+    """The arguments of every directive at ``path`` (block names, then the directive)."""
+    *blocks, name = path
+    level = [tree]
+    for block_name in blocks:
+        level = [children for entries in level for n, _, children in entries if n == block_name]
+    return [arguments for entries in level for n, arguments, _ in entries if n == name]
+
+
+def _server(tree: list) -> list:
+    """The one ``server`` block of the one ``http`` block."""
+    (http,) = [children for name, _, children in tree if name == "http"]
+    (server,) = [children for name, _, children in http if name == "server"]
+    return server
+
+
+def _location(tree: list, *arguments: str) -> list:
+    (location,) = [c for n, a, c in _server(tree) if n == "location" and a == list(arguments)]
+    return location
+
+
+def _seconds(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([smhd]?)", value).groups()
+    return int(number) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+def test_nginx_balances_round_robin_over_every_web_replica(compose):
+    tree = _nginx_tree()
+    (http,) = [children for name, _, children in tree if name == "http"]
+    (upstream,) = [(a, c) for n, a, c in http if n == "upstream"]
+    (name,), servers = upstream
+    # The service's name, at the port gunicorn binds: one address per replica.
+    assert [a for n, a, _ in servers if n == "server"] == [["web:8000", "resolve"]]
+    assert "--bind 0.0.0.0:8000" in " ".join(_words(compose["services"]["web"]["command"]))
+    # Round robin, nginx's default: no other method, nothing that keeps a client on one replica.
+    methods = {"hash", "ip_hash", "least_conn", "least_time", "random", "sticky"}
+    assert not methods & {n for n, _, _ in servers}
+    # `resolve` asks Docker's DNS again, and a zone shares the turn between nginx's workers.
+    assert [n for n, _, _ in servers if n == "zone"] == ["zone"]
+    assert _directives(tree, "http", "resolver")[0][0] == "127.0.0.11"
+    for location in (("=", "/v1/events/stream"), ("/",)):
+        assert _directives(_location(tree, *location), "proxy_pass") == [[f"http://{name}"]]
+
+
+def test_nginx_passes_on_the_client_address_scheme_and_host():
+    tree = _nginx_tree()
+    headers = dict(_directives(tree, "http", "server", "proxy_set_header"))
+    # Appended to what the client sent: the service believes only the last hop (one proxy).
+    assert headers["X-Forwarded-For"] == "$proxy_add_x_forwarded_for"
+    assert headers["X-Forwarded-Proto"] == "$scheme"
+    assert headers["Host"] == "$http_host"
+    # A level that sets any proxy_set_header inherits none of the server's: none may.
+    for name, arguments, children in _server(tree):
+        if name == "location":
+            assert "proxy_set_header" not in {n for n, _, _ in children}, arguments
+
+
+def test_nginx_passes_the_event_stream_on_unbuffered():
+    from django.conf import settings
+
+    stream = _location(_nginx_tree(), "=", "/v1/events/stream")
+    assert _directives(stream, "proxy_buffering") == [["off"]]
+    (timeout,) = _directives(stream, "proxy_read_timeout")
+    assert _seconds(timeout[0]) >= 3600 > settings.EVENT_STREAM_HEARTBEAT_SECONDS
+    # The one path collab.asgi serves on its event loop.
+    assert '"/v1/events/stream"' in (ROOT / "collab" / "asgi.py").read_text()
+
+
+def test_nginx_limits_bodies_as_the_service_does():
+    from django.conf import settings
+
+    (limit,) = _directives(_nginx_tree(), "http", "server", "client_max_body_size")
+    assert limit == ["1m"]
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 1024 * 1024  # MAX_BODY_BYTES's default
+
+
+def test_nginx_answers_its_own_errors_with_the_json_envelope():
+    tree = _nginx_tree()
+    server = _server(tree)
+    pages = {}
+    for arguments in _directives(tree, "http", "server", "error_page"):
+        *codes, target = arguments
+        pages.update(dict.fromkeys(codes, target))
+    assert {"400", "413", "502", "503", "504"} <= set(pages)
+    for code, target in pages.items():
+        (named,) = [c for n, a, c in server if n == "location" and a == [target]]
+        assert _directives(named, "default_type") == [["application/json"]], target
+        ((status, body),) = _directives(named, "return")
+        envelope = json.loads(body)
+        assert envelope["success"] is False and set(envelope["error"]) == {
+            "code",
+            "message",
+            "details",
+        }, target
+        if code == "413":
+            assert status == "413" and envelope["error"]["code"] == "PAYLOAD_TOO_LARGE"
+            assert envelope["error"]["details"] == {"max_bytes": 1024 * 1024}
+
+
+def _nginx_copy(directory: Path, *, listen: str, servers: list[str]) -> Path:
+    """The configuration with the upstream's name and the port swapped for loopback ones, and
+    temporary files kept in ``directory``; nothing else changes."""
+    text = NGINX_CONF.read_text()
+    text, count = re.subn(
+        r"^( *)server web:8000 resolve;$",
+        lambda match: "\n".join(f"{match.group(1)}server {server};" for server in servers),
+        text,
+        flags=re.M,
+    )
+    assert count == 1
+    text, count = re.subn(r"^( *)listen 80;$", rf"\1listen {listen};", text, flags=re.M)
+    assert count == 1
+    temp = directory / "temp"
+    temp.mkdir()
+    temp.chmod(0o777)  # nginx's workers drop root's rights, where they had them
+    text = text.replace(
+        "http {\n",
+        f"http {{\n    client_body_temp_path {temp}/body;\n    proxy_temp_path {temp}/proxy;\n",
+        1,
+    )
+    path = directory / "nginx.conf"
+    path.write_text(text)
+    return path
+
+
+def _nginx(directory: Path, conf: Path, *arguments: str, daemon: bool = True) -> list[str]:
+    globals_ = f"pid {directory}/nginx.pid;" + ("" if daemon else " daemon off;")
+    return [NGINX, "-p", f"{directory}/", "-e", f"{directory}/error.log", "-c", str(conf)] + [
+        "-g",
+        globals_,
+        *arguments,
+    ]
+
+
+@pytest.fixture
+def nginx_dir():
+    # Not tmp_path: its parents are closed to the unprivileged user nginx's workers run as.
+    directory = Path(tempfile.mkdtemp(prefix="collab-nginx-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@needs_nginx
+def test_nginx_accepts_the_configuration(nginx_dir):
+    conf = _nginx_copy(nginx_dir, listen="127.0.0.1:8080", servers=["127.0.0.1:8000"])
+    result = subprocess.run(  # noqa: S603
+        _nginx(nginx_dir, conf, "-t"), capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    assert "syntax is ok" in result.stderr and "test is successful" in result.stderr
+
+
+class _StandIn(http.server.BaseHTTPRequestHandler):
+    """A web process: answers with the headers and body length it received; its event stream
+    sends one frame, then holds on until ``release`` is set."""
+
+    name = ""
+    release = threading.Event()
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path != "/v1/events/stream":
+            return self._answer(b"")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(b"data: first\n\n")
+        self.wfile.flush()
+        self.release.wait(10)
+        self.wfile.write(b"data: second\n\n")
+
+    def do_POST(self):
+        self._answer(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+    def _answer(self, body: bytes):
+        payload = json.dumps(
+            {"backend": self.name, "headers": dict(self.headers), "body": len(body)}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.mark.slow
+@needs_nginx
+def test_nginx_in_front_of_two_web_processes(nginx_dir):
+    """The configuration at work: turns, forwarded headers, a stream passed on frame by
+    frame, the body limit, and a JSON answer when no web process is left."""
+    release = threading.Event()
+    backends = [
+        http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), type("StandIn", (_StandIn,), {"name": name, "release": release})
+        )
+        for name in ("a", "b")
+    ]
+    for backend in backends:
+        threading.Thread(target=backend.serve_forever, daemon=True).start()
+    port = _free_port()
+    conf = _nginx_copy(
+        nginx_dir,
+        listen=f"127.0.0.1:{port}",
+        servers=[f"127.0.0.1:{backend.server_address[1]}" for backend in backends],
+    )
+    with open(nginx_dir / "output.log", "wb") as output:
+        nginx = subprocess.Popen(  # noqa: S603
+            _nginx(nginx_dir, conf, daemon=False), stdout=output, stderr=output
+        )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert nginx.poll() is None, (nginx_dir / "output.log").read_text()
+                assert time.monotonic() < deadline, "nginx did not listen"
+                time.sleep(0.1)
+        limit = 1024 * 1024
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            seen = [
+                client.get("/v1/projects", headers={"X-Forwarded-For": "203.0.113.9"}).json()
+                for _ in range(8)
+            ]
+            assert sorted(answer["backend"] for answer in seen) == ["a"] * 4 + ["b"] * 4
+            headers = seen[0]["headers"]
+            assert headers["X-Forwarded-For"] == "203.0.113.9, 127.0.0.1"
+            assert headers["X-Forwarded-Proto"] == "http"
+            assert headers["Host"] == f"127.0.0.1:{port}"
+
+            # The first frame arrives while the stream is still open (buffered, it would not).
+            with client.stream("GET", "/v1/events/stream") as response:
+                assert response.headers["content-type"] == "text/event-stream"
+                lines = response.iter_lines()
+                assert next(lines) == "data: first"
+                release.set()
+                assert "data: second" in list(lines)
+
+            json_body = {"Content-Type": "application/json"}
+            fits = client.post("/v1/projects", content=b" " * limit, headers=json_body)
+            assert fits.status_code == 200 and fits.json()["body"] == limit
+            over = client.post("/v1/projects", content=b" " * (limit + 1), headers=json_body)
+            assert over.status_code == 413
+            assert over.headers["content-type"] == "application/json"
+            assert over.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+
+            for backend in backends:
+                backend.shutdown()
+                backend.server_close()
+            gone = client.get("/v1/projects")
+            assert gone.status_code == 502
+            assert gone.json()["error"]["code"] == "BAD_GATEWAY"
+    finally:
+        release.set()
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        for backend in backends:
+            backend.shutdown()
+            backend.server_close()

@@ -338,11 +338,97 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # Celery. With REDIS_URL, Redis is broker and result store. Without it, the embedded default
 # keeps the queue in files under DATA_DIR (kombu's filesystem transport): tasks still leave
 # the request and run in a separate worker process, with no server to install.
+#
+# Queues by kind, so that a flood of one kind cannot starve the others: a worker consumes the
+# queues it is given (`celery -A collab worker -Q default,webhooks,git,analytics,email` for all
+# five, which is also what a worker without -Q takes); workers given one queue each isolate
+# them. Routes live here, by task name, never in the task decorators; tests/test_celery_cluster
+# checks that every task is listed. Tasks are acknowledged after they run (acks_late, and
+# reject_on_worker_lost): a task whose worker dies runs again, so every task is safe to run
+# twice, as follows.
+#
+# task                         queue      safe to run twice because
+# notifications.tasks.
+#   event_fanout               webhooks   it locks the event row and skips it once dispatched;
+#                                         a delivery is unique per (webhook, event)
+#   webhook_deliver            webhooks   it claims the delivery with a conditional UPDATE (a
+#                                         lease): one POST per due attempt; one cut off by a
+#                                         dead worker is sent again as the next attempt, under
+#                                         the same delivery id (receivers dedupe on it)
+#   deliveries_sweep           webhooks   it only queues the two above for rows still due
+#   webhook_disabled_notify    email      it skips a webhook switched back on; otherwise a
+#                                         second run sends the email again (at least once)
+#   events_purge               default    it deletes by age; the purge mark only moves up
+# accounts.tasks.
+#   invitation_send_email      email      it skips an invitation no longer pending; otherwise
+#                                         a second run sends the email again (at least once)
+#   rate_limit_counters_purge  default    it deletes by age
+#   denied_tokens_purge        default    it deletes rows whose tokens have expired
+# analytics.tasks.
+#   analytics_rollup_all       analytics  it only queues the one below, per project
+#   analytics_rollup_project   analytics  it recomputes days from the sources and upserts them:
+#                                         the same rows again (two at once are expected)
+# gitintegration.tasks.
+#   repository_sync_task       git        it holds the repository's lock (cluster and mirror);
+#                                         a second sync finds nothing new
+#   repositories_sync_all      git        it queues the above, and removes the mirrors of
+#                                         deleted repositories under the same lock
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "routing_key": name}
+    for name in ("default", "webhooks", "git", "analytics", "email")
+}
+CELERY_TASK_ROUTES = {
+    "notifications.tasks.event_fanout": {"queue": "webhooks"},
+    "notifications.tasks.webhook_deliver": {"queue": "webhooks"},
+    "notifications.tasks.deliveries_sweep": {"queue": "webhooks"},
+    "notifications.tasks.webhook_disabled_notify": {"queue": "email"},
+    "notifications.tasks.events_purge": {"queue": "default"},
+    "accounts.tasks.invitation_send_email": {"queue": "email"},
+    "accounts.tasks.rate_limit_counters_purge": {"queue": "default"},
+    "accounts.tasks.denied_tokens_purge": {"queue": "default"},
+    "analytics.tasks.analytics_rollup_all": {"queue": "analytics"},
+    "analytics.tasks.analytics_rollup_project": {"queue": "analytics"},
+    "gitintegration.tasks.repository_sync_task": {"queue": "git"},
+    "gitintegration.tasks.repositories_sync_all": {"queue": "git"},
+}
+# Time limits (prefork pool): at the soft limit the task gets SoftTimeLimitExceeded (its open
+# transaction rolls back), a minute later its process is killed: a hung call (an SMTP server
+# that never answers) cannot hold a worker for good. Git tasks may first wait for
+# the repository's lock (held at most GIT_TIMEOUT_SECONDS * 4 + 30 s), then fetch, ask for the
+# origin's HEAD and read new history (up to GIT_TIMEOUT_SECONDS * 4): twelve git timeouts
+# leave room for all of it, so git's own timeouts fire first. A full analytics recount of a
+# large project is the longest of the rest.
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=900)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
+_soft_limits_by_queue = {
+    "git": GIT_TIMEOUT_SECONDS * 12 + 60,
+    "analytics": env.int("ANALYTICS_TASK_SOFT_TIME_LIMIT", default=1800),
+}
+CELERY_TASK_ANNOTATIONS = {
+    name: {
+        "soft_time_limit": _soft_limits_by_queue[route["queue"]],
+        "time_limit": _soft_limits_by_queue[route["queue"]] + 60,
+    }
+    for name, route in CELERY_TASK_ROUTES.items()
+    if route["queue"] in _soft_limits_by_queue
+}
+# The longest wait a task is queued with: webhook retries (WEBHOOK_COUNTDOWN_MAX_SECONDS), and
+# the emails' automatic retries (Celery's retry_backoff_max, 600 s).
+_longest_countdown = max(WEBHOOK_COUNTDOWN_MAX_SECONDS, 600.0)
+_longest_run = max(
+    CELERY_TASK_TIME_LIMIT, *(limits["time_limit"] for limits in CELERY_TASK_ANNOTATIONS.values())
+)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
-    # Retries wait on their delivery row, not in the broker, so nothing queued outlives this.
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+    # A worker holds a message unacknowledged from the moment it takes it (a countdown is
+    # waited out in the worker) until its task ends; Redis hands it to another worker once
+    # this timeout passes, so it exceeds the longest countdown plus the longest run. Retries
+    # due later wait on their delivery row for the sweeper, not in the broker.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "visibility_timeout": max(3600, int(_longest_countdown + _longest_run + 300))
+    }
 else:
     _queue_dir = DATA_DIR / "celery-queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
@@ -360,7 +446,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
+# Exactly one beat sends in a cluster (collab/beat.py): with Redis, every beat process takes a
+# lock first; the others stand by, and one takes over within about the lock's TTL once the
+# holder is gone. Without Redis it is celery's PersistentScheduler, as on one machine.
+CELERY_BEAT_SCHEDULER = "collab.beat:LockedScheduler"
+CELERY_BEAT_LOCK_TTL_SECONDS = env.float("CELERY_BEAT_LOCK_TTL_SECONDS", default=30.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# Each entry goes to its task's queue (CELERY_TASK_ROUTES).
 CELERY_BEAT_SCHEDULE: dict = {
     "webhook-deliveries-sweep": {
         "task": "notifications.tasks.deliveries_sweep",

@@ -49,6 +49,9 @@ if REDIS_URL:  # noqa: F405
 # Most tests run tasks in-process; tests of the worker itself start a real one.
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 CELERY_TASK_EAGER_PROPAGATES = True
+# A beat a test killed holds the beat lock this long at most, not production's 30 s: the next
+# test's beat (on the same Redis database) takes over quickly.
+CELERY_BEAT_LOCK_TTL_SECONDS = env.float("CELERY_BEAT_LOCK_TTL_SECONDS", default=4.0)
 
 # Limits so high no test meets a 429 it did not ask for (counters in Redis outlive a test);
 # the rate-limit tests set their own, and the environment can still override each one.
