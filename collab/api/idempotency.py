@@ -1,15 +1,21 @@
 """``Idempotency-Key`` on POST (CONTRACT section 1).
 
-The first request with a key claims it by inserting a row (unique per user and key), so two
-concurrent requests cannot both run. A repeat with the same body within 24 hours gets the
-stored answer, marked ``Idempotent-Replayed: true``; with a different body, 422; while the
-first is still running, 409. A 5xx answer is not kept, so the client may retry.
+The first request with a key claims it by inserting a row (unique per user and key) inside a
+transaction that also holds everything the request writes, and that records the answer before
+it commits. So the key, the work and the stored answer commit together or not at all: a server
+killed mid-request leaves nothing behind, and the client's retry (on any server) runs afresh
+instead of finding the key taken forever, or finding the work done with no answer stored.
+
+A repeat with the same body within 24 hours gets the stored answer, marked
+``Idempotent-Replayed: true``; with a different body, 422; while the first is still running
+(its uncommitted row holds the unique key: PostgreSQL makes the second insert wait, cut short
+by a lock timeout), 409. A 5xx answer rolls everything back, so the client may retry.
 """
 
 import hashlib
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts.models import IdempotencyKey
@@ -38,7 +44,20 @@ def _printable_ascii(value: str) -> bool:
     return all(" " < char <= "~" for char in value)
 
 
-def idempotency_begin(request) -> IdempotencyKey | None:
+STILL_RUNNING = f"A request with this {HEADER} is still being processed."
+
+
+class Claim:
+    """A key claimed by the running request, with the transaction that holds its work."""
+
+    def __init__(self, record: IdempotencyKey, atomic):
+        self.record = record
+        self.atomic = atomic
+
+
+def idempotency_begin(request) -> Claim | None:
+    """Claim the request's key and open the transaction the request runs in, or raise the
+    replay, the 422 or the 409 it gets instead."""
     key = request.headers.get(HEADER)
     if key is None:
         return None
@@ -49,37 +68,81 @@ def idempotency_begin(request) -> IdempotencyKey | None:
         )
     request_hash = _request_hash(request)
     for _ in range(2):
+        existing = IdempotencyKey.objects.filter(user=request.user, key=key).first()
+        if existing is not None:
+            if existing.created_at <= timezone.now() - LIFETIME or existing.status_code is None:
+                # Expired; or claimed without an answer, which only a server of the version
+                # before the claim became transactional could leave: its request is over.
+                existing.delete()
+            else:
+                _answer_of(existing, request_hash)
+        atomic = transaction.atomic()
+        atomic.__enter__()
         try:
             with transaction.atomic():
-                return IdempotencyKey.objects.create(
+                _wait_briefly_for_a_running_claim()
+                record = IdempotencyKey.objects.create(
                     user=request.user, key=key, request_hash=request_hash
                 )
         except IntegrityError:
-            existing = IdempotencyKey.objects.filter(user=request.user, key=key).first()
-            if existing is None:
-                continue
-            if existing.created_at <= timezone.now() - LIFETIME:
-                existing.delete()
-                continue
-            if existing.request_hash != request_hash:
-                raise ValidationFailed(
-                    f"This {HEADER} was used with a different request.",
-                    details={HEADER: ["Already used with a different request body or path."]},
-                ) from None
-            if existing.status_code is None:
-                raise Conflict(f"A request with this {HEADER} is still being processed.") from None
-            raise IdempotentReplay(existing) from None
-    raise Conflict(f"A request with this {HEADER} is still being processed.")
+            atomic.__exit__(None, None, None)
+            continue  # the other request committed meanwhile: answer as it did
+        except OperationalError as exc:
+            atomic.__exit__(type(exc), exc, exc.__traceback__)
+            if _is_lock_timeout(exc):
+                raise Conflict(STILL_RUNNING) from None
+            raise
+        except BaseException as exc:
+            atomic.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return Claim(record, atomic)
+    raise Conflict(STILL_RUNNING)
 
 
-def idempotency_finish(record: IdempotencyKey, response) -> None:
+def _answer_of(existing: IdempotencyKey, request_hash: str):
+    if existing.request_hash != request_hash:
+        raise ValidationFailed(
+            f"This {HEADER} was used with a different request.",
+            details={HEADER: ["Already used with a different request body or path."]},
+        )
+    raise IdempotentReplay(existing)
+
+
+def _wait_briefly_for_a_running_claim() -> None:
+    # The insert of a key another transaction holds uncommitted waits for that transaction;
+    # a running request is answered 409 at once instead. (SQLite takes its write lock for the
+    # whole transaction, so there the second request waits for the first, then replays.)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '200ms'")
+
+
+def _is_lock_timeout(exc: OperationalError) -> bool:
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == "55P03"  # lock_not_available
+
+
+def idempotency_finish(claim: Claim, response) -> None:
+    """Store the answer with the work and commit both; a 5xx rolls both back."""
     if response.status_code >= 500:
-        record.delete()
+        idempotency_abort(claim)
         return
+    record = claim.record
     body = response.data
     if response.status_code < 400 and not isinstance(body, Envelope):
         body = {"success": True, "data": body}
     record.status_code = response.status_code
     record.response_body = body
     record.location = response.get("Location", "")
-    record.save(update_fields=["status_code", "response_body", "location"])
+    try:
+        record.save(update_fields=["status_code", "response_body", "location"])
+    except BaseException as exc:
+        claim.atomic.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    claim.atomic.__exit__(None, None, None)
+
+
+def idempotency_abort(claim: Claim) -> None:
+    """Roll back the claim and the request's work (the request failed)."""
+    error = RuntimeError("the request failed")
+    claim.atomic.__exit__(RuntimeError, error, None)

@@ -16,7 +16,12 @@ from projects.models import Project
 
 from .exceptions import Conflict, ValidationFailed, flatten_validation_errors
 from .filters import is_id
-from .idempotency import IdempotentReplay, idempotency_begin, idempotency_finish
+from .idempotency import (
+    IdempotentReplay,
+    idempotency_abort,
+    idempotency_begin,
+    idempotency_finish,
+)
 from .permissions import READ, default_ability, default_level, require_ability
 from .renderers import Envelope
 from .validation import json_type_errors
@@ -50,11 +55,22 @@ class ApiViewSet(viewsets.GenericViewSet):
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
-        record = getattr(self, "_idempotency", None)
-        if record is not None:
+        claim = getattr(self, "_idempotency", None)
+        if claim is not None:
             self._idempotency = None
-            idempotency_finish(record, response)
+            idempotency_finish(claim, response)
         return response
+
+    def dispatch(self, request, *args, **kwargs):
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            # An exception no handler answered (a 500) never reached finalize_response: the
+            # claimed key's transaction, and the request's work in it, are rolled back.
+            claim = getattr(self, "_idempotency", None)
+            if claim is not None:
+                self._idempotency = None
+                idempotency_abort(claim)
 
     def required_scope(self) -> str | None:
         if self.action is None and not hasattr(self, self.request.method.lower()):

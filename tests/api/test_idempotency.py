@@ -1,6 +1,11 @@
+import threading
+
+import pytest
+from django.db import connection
+
 from accounts.models import IdempotencyKey
 from projects.models import Project
-from tests.conftest import assert_error, assert_ok
+from tests.conftest import assert_error, assert_ok, client_for
 
 
 def _post(client, body, key="abc-123"):
@@ -24,12 +29,73 @@ def test_same_key_with_other_body_is_422(api, world):
     assert Project.objects.filter(name="Twice").count() == 0
 
 
-def test_key_still_running_is_409(api, world):
-    assert_ok(_post(api.owner, {"name": "Busy"}, key="busy"), 201)
-    # As if the first request had not finished yet.
-    IdempotencyKey.objects.filter(key="busy").update(status_code=None)
-    assert_error(_post(api.owner, {"name": "Busy"}, key="busy"), 409, "CONFLICT")
+@pytest.mark.django_db(transaction=True)
+def test_key_still_running_is_409(world, monkeypatch):
+    """A second request while the first is really running (its claim not committed yet)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises the two: the second waits for the first, then replays")
+    from projects import services as project_services
+
+    entered, release = threading.Event(), threading.Event()
+    create = project_services.project_create
+
+    def slow_create(**kwargs):
+        entered.set()
+        assert release.wait(10)
+        return create(**kwargs)
+
+    monkeypatch.setattr(project_services, "project_create", slow_create)
+    first = {}
+
+    def run_first():
+        try:
+            first["response"] = _post(client_for(world.owner), {"name": "Busy"}, key="busy")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run_first)
+    thread.start()
+    assert entered.wait(10)
+    second = _post(client_for(world.owner), {"name": "Busy"}, key="busy")
+    release.set()
+    thread.join(10)
+    assert_error(second, 409, "CONFLICT")
+    assert_ok(first["response"], 201)
     assert Project.objects.filter(name="Busy").count() == 1
+    replay = _post(client_for(world.owner), {"name": "Busy"}, key="busy")
+    assert replay.status_code == 201 and replay["Idempotent-Replayed"] == "true"
+
+
+def test_a_failed_request_leaves_neither_its_work_nor_its_key(api, world, monkeypatch):
+    """A 500 (or a server killed mid-request) rolls the claim back with the work: the retry
+    runs afresh instead of meeting a key held forever."""
+    from projects import services as project_services
+
+    create = project_services.project_create
+
+    def failing_create(**kwargs):
+        create(**kwargs)
+        raise RuntimeError("the server died after writing")
+
+    monkeypatch.setattr(project_services, "project_create", failing_create)
+    api.owner.raise_request_exception = False
+    response = _post(api.owner, {"name": "Doomed"}, key="doomed")
+    assert response.status_code == 500
+    assert not Project.objects.filter(name="Doomed").exists()
+    assert not IdempotencyKey.objects.filter(key="doomed").exists()
+    monkeypatch.setattr(project_services, "project_create", create)
+    assert_ok(_post(api.owner, {"name": "Doomed"}, key="doomed"), 201)
+    assert Project.objects.filter(name="Doomed").count() == 1
+
+
+def test_a_claim_left_without_an_answer_is_taken_over(api, world):
+    """A row claimed but never answered (only a server before claims were transactional
+    could leave one) does not hold the key."""
+    assert_ok(_post(api.owner, {"name": "Left"}, key="left"), 201)
+    IdempotencyKey.objects.filter(key="left").update(status_code=None)
+    response = _post(api.owner, {"name": "Left"}, key="left")
+    assert_ok(response, 201)
+    assert "Idempotent-Replayed" not in response
 
 
 def test_expired_key_runs_again(api, world):
