@@ -50,7 +50,9 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    fake = Clock(counters.now())
+    # Mid-second: the headers round to whole seconds, and a start in the last millisecond of
+    # a second made Retry-After one short (a flake once in a thousand runs).
+    fake = Clock(int(counters.now()) + 0.5)
     monkeypatch.setattr(counters, "now", fake)
     return fake
 
