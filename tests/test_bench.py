@@ -115,3 +115,38 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         ratios["metrics1M/metrics10k"],
         ratios["create/bare"],
     ]
+
+
+SCALE_LINE = re.compile(r"^scale: list2/list1=(\d+\.\d\d) create2/create1=(\d+\.\d\d)$")
+
+
+def test_one_web_process_or_two_runs_end_to_end(bench_database, tmp_path):
+    """bench/scale.py --smoke: three real servers on one database, every figure reported."""
+    output = tmp_path / "scale.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": bench_database,
+        "REDIS_URL": settings.REDIS_URL,
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run(  # noqa: S603 - our own script
+        [sys.executable, "bench/scale.py", "--smoke", "--output", str(output)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    last = result.stdout.strip().splitlines()[-1]
+    assert SCALE_LINE.match(last), last
+    report = json.loads(output.read_text())
+    rows = {row["name"]: row for row in report["requests"]}
+    assert set(rows) == {"list one", "list two", "create one", "create two"}
+    for row in rows.values():
+        assert row["requests"] > 0 and row["requests_per_second"] > 0, row
+    assert last == (
+        f"scale: list2/list1={report['ratios']['list2/list1']:.2f} "
+        f"create2/create1={report['ratios']['create2/create1']:.2f}"
+    )
