@@ -80,10 +80,11 @@ def idempotency_begin(request) -> Claim | None:
         atomic.__enter__()
         try:
             with transaction.atomic():
-                _wait_briefly_for_a_running_claim()
+                _lock_timeout("'200ms'")
                 record = IdempotencyKey.objects.create(
                     user=request.user, key=key, request_hash=request_hash
                 )
+                _lock_timeout("DEFAULT")  # the request's own work waits as it always did
         except IntegrityError:
             atomic.__exit__(None, None, None)
             continue  # the other request committed meanwhile: answer as it did
@@ -108,13 +109,13 @@ def _answer_of(existing: IdempotencyKey, request_hash: str):
     raise IdempotentReplay(existing)
 
 
-def _wait_briefly_for_a_running_claim() -> None:
+def _lock_timeout(value: str) -> None:
     # The insert of a key another transaction holds uncommitted waits for that transaction;
     # a running request is answered 409 at once instead. (SQLite takes its write lock for the
     # whole transaction, so there the second request waits for the first, then replays.)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL lock_timeout = '200ms'")
+            cursor.execute(f"SET LOCAL lock_timeout = {value}")  # noqa: S608 - constants only
 
 
 def _is_lock_timeout(exc: OperationalError) -> bool:

@@ -122,3 +122,41 @@ def test_validation_errors_replay_too(api, world):
     again = _post(api.owner, {}, key="k2")
     assert again.status_code == 422
     assert again["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_requests_own_work_may_wait_for_locks_as_without_a_key(world):
+    """The short lock timeout that answers a running duplicate 409 covers the key's insert
+    only: a create that waits on its project's number row longer still succeeds."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's lock timeout")
+    from django.db import transaction
+
+    from issues.models import Issue, IssueSequence
+    from tests.factories import make_issue
+
+    make_issue(world.project, world.owner, title="First")  # the number row exists
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_number_row():
+        try:
+            with transaction.atomic():
+                IssueSequence.objects.select_for_update().get(project=world.project)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold_the_number_row)
+    thread.start()
+    assert held.wait(10)
+    threading.Timer(0.8, release.set).start()
+    response = client_for(world.owner).post(
+        f"/v1/projects/{world.project.pk}/issues",
+        {"title": "Waited"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="waits",
+    )
+    thread.join(10)
+    assert_ok(response, 201)
+    assert Issue.objects.filter(title="Waited").count() == 1
