@@ -374,21 +374,24 @@ class CeleryWorker:
 
 def queue_drain(timeout: float) -> None:
     """Wait until the worker has taken every task the writes queued (their events' fan-out):
-    the broker's list for the default queue is empty."""
+    the broker's list of every queue is empty. The fan-out rides the webhooks queue; looking
+    at the default queue alone let a measurement start behind a backlog."""
     import redis
 
     from collab.celery import app
 
+    queues = list(app.conf.task_queues or []) or [app.conf.task_default_queue]
+    names = [getattr(queue, "name", queue) for queue in queues]
     client = redis.Redis.from_url(os.environ["REDIS_URL"])
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            if not client.llen(app.conf.task_default_queue):
+            if not any(client.llen(name) for name in names):
                 return
             time.sleep(0.5)
     finally:
         client.close()
-    raise SystemExit("the worker did not drain its queue in time")
+    raise SystemExit("the worker did not drain its queues in time")
 
 
 # Webhooks ------------------------------------------------------------------------------------
