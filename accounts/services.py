@@ -26,7 +26,7 @@ from collab.api.exceptions import (
     ValidationFailed,
 )
 from collab.api.scopes import invalid_scopes
-from notifications.services import event_record
+from events.services import event_record
 
 from . import keys, login_protection, token_denylist
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace

@@ -556,7 +556,7 @@ def measure_stream(args, environment: dict, token: str) -> dict:
 
 
 def latest_event_id(project_id: int) -> int:
-    from notifications.models import Event
+    from events.models import Event
 
     events = Event.objects.filter(type="issue.created", project_id=project_id).order_by("-id")
     return events.values_list("id", flat=True)[0]

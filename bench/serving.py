@@ -226,8 +226,8 @@ def measure_rest(args, env, project, credential) -> dict:
 
 
 def measure_stream(args, env, project, user, credential) -> dict:
+    from events.models import Event
     from issues.services import issue_create
-    from notifications.models import Event
 
     process, port = start_server("asgi", env, workers=1)
     received: dict[int, list[float]] = {}

@@ -24,10 +24,10 @@ from accounts.models import User
 from collab.api.exceptions import Conflict, NotFound, ValidationFailed
 from collab.netguard import UnsafeAddress, resolve
 from collab.sequences import sequence_next
+from events.services import changes_diff, event_record, model_update
 from issues.models import Issue
 from issues.models import Status as IssueStatus
 from issues.services import issue_update
-from notifications.services import diff, event_record
 from projects.models import Project
 
 from . import git
@@ -314,7 +314,9 @@ def _pull_requests_refresh(repository: Repository, path: Path, tips: dict[str, s
             pull.head_sha, pull.base_sha = head_tip, base_tip
             pull.updated_at = timezone.now()
             pull.save(update_fields=["head_sha", "base_sha", "updated_at"])
-            _event(pull, "pull_request.updated", actor=None, changes=diff(before, _shas(pull)))
+            _event(
+                pull, "pull_request.updated", actor=None, changes=changes_diff(before, _shas(pull))
+            )
 
 
 def _shas(pull: PullRequest) -> dict:
@@ -448,41 +450,46 @@ def pull_request_update(*, pull: PullRequest, actor: User | None, data: dict) ->
     """Title, description, and ``state`` closed (close) or open (reopen). No change, no event."""
     with transaction.atomic():
         pull = _pull_lock(pull.pk)
-        before = _snapshot(pull)
-        state = data.get("state", pull.state)
-        if state != pull.state:
-            if pull.state == PullRequest.State.MERGED or state == PullRequest.State.MERGED:
-                raise Conflict(
-                    "A merged pull request stays merged; merge with POST /v1/pulls/:id/merge.",
-                    details={"state": pull.state},
-                )
-            if state == PullRequest.State.OPEN:
-                taken = _open_pair_taken(pull.repository, pull.head, pull.base, exclude=pull.pk)
-                if taken is not None:
-                    raise Conflict(
-                        f"Pull request #{taken} from '{pull.head}' into '{pull.base}' is open.",
-                        details={"open_pull_request": taken},
-                    )
-                pull.closed_at = None
-            else:
-                pull.closed_at = timezone.now()
-            pull.state = state
-        for name in ("title", "description"):
-            if name in data:
-                setattr(pull, name, data[name] or "")
-        changes = diff(before, _snapshot(pull))
-        if not changes:
-            return pull
-        pull.updated_at = timezone.now()
-        pull.save()
-        closed = changes.get("state", {}).get("current") == PullRequest.State.CLOSED
-        _event(
+        repository = pull.repository
+        with model_update(
             pull,
-            "pull_request.closed" if closed else "pull_request.updated",
+            snapshot=_snapshot,
+            event_type=lambda changes: (
+                "pull_request.closed"
+                if changes.get("state", {}).get("current") == PullRequest.State.CLOSED
+                else "pull_request.updated"
+            ),
+            payload=lambda pull: {"pull_request": pull_request_record(pull)},
+            workspace_id=repository.project.workspace_id,
+            project_id=repository.project_id,
             actor=actor,
-            changes=changes,
-        )
+            stamp="updated_at",
+        ):
+            state = data.get("state", pull.state)
+            if state != pull.state:
+                _pull_state_check(pull, state)
+                pull.closed_at = None if state == PullRequest.State.OPEN else timezone.now()
+                pull.state = state
+            for name in ("title", "description"):
+                if name in data:
+                    setattr(pull, name, data[name] or "")
     return pull
+
+
+def _pull_state_check(pull: PullRequest, state: str) -> None:
+    """409 unless the pull request may go from its state to ``state``."""
+    if pull.state == PullRequest.State.MERGED or state == PullRequest.State.MERGED:
+        raise Conflict(
+            "A merged pull request stays merged; merge with POST /v1/pulls/:id/merge.",
+            details={"state": pull.state},
+        )
+    if state == PullRequest.State.OPEN:
+        taken = _open_pair_taken(pull.repository, pull.head, pull.base, exclude=pull.pk)
+        if taken is not None:
+            raise Conflict(
+                f"Pull request #{taken} from '{pull.head}' into '{pull.base}' is open.",
+                details={"open_pull_request": taken},
+            )
 
 
 def review_create(*, pull: PullRequest, actor: User | None, data: dict) -> Review:
@@ -616,7 +623,7 @@ def _mark_merged(
     pull.merged_by = actor
     pull.merged_at = pull.updated_at = now
     pull.save()
-    _event(pull, "pull_request.merged", actor=actor, changes=diff(before, _snapshot(pull)))
+    _event(pull, "pull_request.merged", actor=actor, changes=changes_diff(before, _snapshot(pull)))
     _issues_close(pull, actor=actor, texts=[pull.title, pull.description, *messages])
 
 

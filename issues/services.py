@@ -15,7 +15,7 @@ from django.utils import timezone
 from accounts.models import User
 from collab.api.exceptions import NotFound, ValidationFailed
 from collab.sequences import sequence_next
-from notifications.services import diff, event_record
+from events.services import changes_diff, event_record, model_update
 from projects.models import Project
 
 from .models import (
@@ -204,7 +204,7 @@ def issue_update(
         after = _snapshot(
             issue, [label.name for label in labels] if labels is not None else current_labels
         )
-        changes = diff(before, after)
+        changes = changes_diff(before, after)
         if not changes:
             return issue, issue_record(issue)
         issue.updated_at = now
@@ -287,33 +287,33 @@ def label_create(*, project: Project, actor: User | None, data: dict) -> Label:
 
 
 def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
+    fields = ("name", "color", "description")
+    renamed = None
     try:
         with transaction.atomic():
-            before = {name: getattr(label, name) for name in ("name", "color", "description")}
-            for name, value in data.items():
-                setattr(label, name, value)
-            after = {name: getattr(label, name) for name in ("name", "color", "description")}
-            changes = diff(before, after)
-            if changes:
-                renamed = _label_issues_touch(label) if "name" in changes else None
-                label.save()
-                event_record(
-                    type="label.updated",
-                    workspace_id=label.project.workspace_id,
-                    project_id=label.project_id,
+            with model_update(
+                label,
+                snapshot=lambda label: {name: getattr(label, name) for name in fields},
+                event_type="label.updated",
+                payload=lambda label: {"label": _label_payload(label)},
+                workspace_id=label.project.workspace_id,
+                project_id=label.project_id,
+                actor=actor,
+            ) as update:
+                if "name" in data and data["name"] != label.name:
+                    renamed = _label_issues_touch(label)
+                for name, value in data.items():
+                    setattr(label, name, value)
+            if renamed:
+                previous_name = update.before["name"]
+                _record_label_change(
+                    label.project,
+                    *renamed,
                     actor=actor,
-                    data={"label": _label_payload(label)},
-                    changes=changes,
+                    previous=lambda names: [
+                        previous_name if name == label.name else name for name in names
+                    ],
                 )
-                if renamed:
-                    _record_label_change(
-                        label.project,
-                        *renamed,
-                        actor=actor,
-                        previous=lambda names: [
-                            before["name"] if name == label.name else name for name in names
-                        ],
-                    )
     except IntegrityError:
         raise ValidationFailed.field("name", "A label with this name exists already.") from None
     return label

@@ -5,9 +5,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from collab.api.filters import CachedFormFilterSet, IdFilter
+from events.catalogue import unknown_patterns
+from events.models import Event
 
-from .catalogue import unknown_patterns
-from .models import Delivery, Event
+from .models import Delivery
 from .selectors import types_q
 
 

@@ -5,70 +5,6 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from collab.api.renderers import iso_z
-
-
-class Event(models.Model):
-    """One entry of the durable event log (CONTRACT section 6).
-
-    Ids increase; workspace, project and actor are kept as plain ids so that the log
-    outlives what it speaks of (a deleted project's events stay readable).
-    ``dispatched_at`` is set once the event's webhook deliveries exist: the sweeper hands
-    every event still without it to the fan-out, so a broker outage at commit loses nothing.
-    """
-
-    id = models.BigAutoField(primary_key=True)
-    type = models.CharField(max_length=64)
-    workspace_id = models.BigIntegerField(db_index=True)
-    project_id = models.BigIntegerField(null=True, blank=True)
-    actor_id = models.BigIntegerField(null=True, blank=True)
-    data = models.JSONField(default=dict)
-    changes = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["id"]
-        indexes = [
-            models.Index(fields=["project_id", "id"]),
-            models.Index(fields=["type", "id"]),
-            models.Index(
-                fields=["id"], condition=Q(dispatched_at__isnull=True), name="event_undispatched"
-            ),
-        ]
-
-    def __str__(self):
-        return f"#{self.id} {self.type}"
-
-    def as_payload(self) -> dict:
-        """The event as webhooks and the stream send it."""
-        data = dict(self.data)
-        if self.changes is not None:
-            data["changes"] = self.changes
-        return {
-            "id": self.id,
-            "type": self.type,
-            "created_at": iso_z(self.created_at),
-            "workspace_id": self.workspace_id,
-            "project_id": self.project_id,
-            "actor_id": self.actor_id,
-            "data": data,
-        }
-
-
-class EventLogState(models.Model):
-    """A single row: the highest event id ever purged from the log.
-
-    A stream client resuming after an id at or below it may have missed events, and is told
-    to resynchronise instead of being replayed a log with a hole in it.
-    """
-
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
-    purged_through_id = models.BigIntegerField(default=0)
-
-    def __str__(self):
-        return f"purged through #{self.purged_through_id}"
-
 
 class Webhook(models.Model):
     """A receiver registered on a project for some event kinds (``"*"`` for all)."""
@@ -112,7 +48,7 @@ class Delivery(models.Model):
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="deliveries")
     # A redelivery asked for by a user is a new delivery (a new uuid) of the same event.
     redelivery_of = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

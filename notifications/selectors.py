@@ -3,10 +3,11 @@
 from django.db.models import Q, QuerySet
 
 from collab.api.permissions import user_roles
+from events.models import Event
 from projects.models import Project
 from projects.selectors import project_visibility_q
 
-from .models import Delivery, Event, Webhook
+from .models import Delivery, Webhook
 
 
 def visible_scope(*, user) -> tuple[set[int], set[int]]:

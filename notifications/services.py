@@ -1,8 +1,9 @@
-"""The event log, and the webhooks that deliver it.
+"""The webhooks that deliver the event log (events/) to receivers.
 
-Flow of one change: a service calls ``event_record`` inside its transaction; after commit the
-event is handed to the fan-out task (and the stream is woken). The fan-out makes one delivery
-row per subscribed webhook, each with a stable uuid, and queues the sends. A send claims its
+Flow of one change: a service calls ``events.services.event_record`` inside its transaction;
+after commit the log calls ``event_committed`` here, which hands the event to the fan-out task
+(and wakes the stream). The fan-out makes one delivery row per subscribed webhook, each with a
+stable uuid, and queues the sends. A send claims its
 delivery with a conditional UPDATE (a lease), posts the signed bytes, logs the attempt, and
 either finishes the delivery or sets when it is due again. ``deliveries_sweep``, run by beat,
 picks up whatever a broker outage or a killed worker left behind: events never fanned out,
@@ -19,60 +20,31 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from collab.api.exceptions import Conflict, ValidationFailed
 from collab.api.renderers import dumps, iso_z
 from collab.netguard import UnsafeAddress, resolve
+from events.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
+from events.models import Event
+from events.services import event_record, model_update
 
 from . import crypto, signing, stream, transport
-from .catalogue import DIRECT_KINDS, kind_matches, unknown_patterns
-from .models import Delivery, DeliveryAttempt, Event, EventLogState, Webhook
+from .models import Delivery, DeliveryAttempt, Webhook
 
 logger = logging.getLogger("collab.webhooks")
 
-
-def event_record(
-    *,
-    type: str,
-    workspace_id: int,
-    data: dict,
-    project_id: int | None = None,
-    actor=None,
-    changes: dict | None = None,
-) -> Event:
-    """Append an event to the durable log, inside the caller's transaction.
-
-    Services call it from within their ``transaction.atomic()`` block so that the event
-    exists if and only if the change it describes was committed. Its webhooks are dispatched
-    after commit.
-    """
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("event_record() must run inside the transaction of the change.")
-    event = Event.objects.create(
-        type=type,
-        workspace_id=workspace_id,
-        project_id=project_id,
-        actor_id=getattr(actor, "pk", actor),
-        data=data,
-        changes=changes,
-    )
-    transaction.on_commit(partial(_event_committed, event.pk))
-    return event
+# Kinds never fanned out to subscribed webhooks: the webhooks' own bookkeeping (in the log and
+# the stream, not sent to receivers, which would otherwise be told of their own creation).
+# ``webhook.ping`` goes to the one webhook pinged, directly.
+DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhook."))
 
 
-def diff(before: dict, after: dict) -> dict:
-    """``{field: {"previous", "current"}}`` for every field whose value changed."""
-    return {
-        name: {"previous": before.get(name), "current": value}
-        for name, value in after.items()
-        if before.get(name) != value
-    }
-
-
-def _event_committed(event_id: int) -> None:
+def event_committed(event_id: int) -> None:
+    """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the event out to the
+    webhooks, and wake the streams."""
     from .tasks import event_fanout
 
     _enqueue(event_fanout, event_id=event_id)
@@ -179,41 +151,43 @@ def webhook_create(*, project, actor, data: dict) -> tuple[Webhook, str | None]:
     return webhook, generated
 
 
+def _webhook_snapshot(webhook: Webhook) -> dict:
+    # ``updated_at`` moves with every save; it is not a change of its own.
+    record = webhook_record(webhook)
+    del record["updated_at"]
+    return record
+
+
 def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
     if "url" in data:
         webhook_url_check(data["url"])
     with transaction.atomic():
         webhook = Webhook.objects.select_for_update().get(pk=webhook.pk)
-        before = webhook_record(webhook)
-        if "url" in data:
-            webhook.url = data["url"]
-        if "events" in data:
-            webhook.events = _events_check(data["events"])
-        if "description" in data:
-            webhook.description = data["description"] or ""
-        if "active" in data and data["active"] != webhook.is_active:
-            webhook.is_active = data["active"]
-            # Switched back on by hand: its failures so far no longer count towards disabling.
-            webhook.disabled_reason = ""
-            webhook.failing_since = None
-        secret_changed = bool(data.get("secret"))
-        if secret_changed:
-            webhook.secret_encrypted = crypto.secret_encrypt(data["secret"])
-        changes = diff(before, webhook_record(webhook))
-        changes.pop("updated_at", None)
-        if secret_changed:
-            changes["secret"] = {"previous": "[hidden]", "current": "[hidden]"}
-        if changes:
-            webhook.updated_at = timezone.now()
-            webhook.save()
-            event_record(
-                type="webhook.updated",
-                workspace_id=webhook.project.workspace_id,
-                project_id=webhook.project_id,
-                actor=actor,
-                data={"webhook": webhook_record(webhook)},
-                changes=changes,
-            )
+        with model_update(
+            webhook,
+            snapshot=_webhook_snapshot,
+            event_type="webhook.updated",
+            payload=lambda webhook: {"webhook": webhook_record(webhook)},
+            workspace_id=webhook.project.workspace_id,
+            project_id=webhook.project_id,
+            actor=actor,
+            stamp="updated_at",
+        ) as update:
+            if "url" in data:
+                webhook.url = data["url"]
+            if "events" in data:
+                webhook.events = _events_check(data["events"])
+            if "description" in data:
+                webhook.description = data["description"] or ""
+            if "active" in data and data["active"] != webhook.is_active:
+                webhook.is_active = data["active"]
+                # Switched back on by hand: its failures so far no longer count towards
+                # disabling.
+                webhook.disabled_reason = ""
+                webhook.failing_since = None
+            if data.get("secret"):
+                webhook.secret_encrypted = crypto.secret_encrypt(data["secret"])
+                update.hide("secret")
     return webhook
 
 
@@ -222,6 +196,11 @@ def deliveries_lock(**filters) -> None:
     settling one locks it: an attempt being recorded now is committed before they go, and
     none can be added once they are locked (it would reference a delivery about to vanish)."""
     list(Delivery.objects.select_for_update().filter(**filters).values_list("pk"))
+
+
+def project_deliveries_lock(*, instance, **kwargs) -> None:
+    """``pre_delete`` of a project, inside its deletion's transaction: lock its deliveries."""
+    deliveries_lock(webhook__project_id=instance.pk)
 
 
 def webhook_delete(*, webhook: Webhook, actor) -> None:
@@ -468,23 +447,6 @@ def deliveries_sweep() -> dict[str, int]:
     for delivery_id in due:
         _enqueue(webhook_deliver, delivery_id=delivery_id)
     return {"events": len(stale_events), "deliveries": len(due)}
-
-
-def events_purge(*, older_than_days: int) -> int:
-    """Drop events older than the retention (their deliveries with them) and remember the
-    highest id dropped, so a stream resuming before it is told to resynchronise."""
-    cutoff = timezone.now() - timedelta(days=older_than_days)
-    old = Event.objects.filter(created_at__lt=cutoff)
-    highest = old.aggregate(highest=Max("id"))["highest"]
-    if highest is None:
-        return 0
-    with transaction.atomic():
-        deleted = Event.objects.filter(pk__lte=highest, created_at__lt=cutoff).delete()[1]
-        state, _ = EventLogState.objects.select_for_update().get_or_create(pk=1)
-        if highest > state.purged_through_id:
-            state.purged_through_id = highest
-            state.save()
-    return deleted.get("notifications.Event", 0)
 
 
 def webhook_disabled_notify(*, webhook_id: int) -> int:

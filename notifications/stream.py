@@ -24,9 +24,8 @@ from django.db import close_old_connections, connection
 from django.db.models import Max, Q
 
 from collab.api.renderers import dumps
-
-from .catalogue import kind_matches
-from .models import Event, EventLogState
+from events.catalogue import kind_matches
+from events.models import Event, EventLogState
 
 logger = logging.getLogger("collab.stream")
 

@@ -1,7 +1,6 @@
 """Thin tasks: ids in, a service does the work. Each may run twice and does it once."""
 
 from celery import shared_task
-from django.conf import settings
 
 from . import services
 
@@ -20,11 +19,6 @@ def webhook_deliver(*, delivery_id: int) -> str | None:
 @shared_task
 def deliveries_sweep() -> dict[str, int]:
     return services.deliveries_sweep()
-
-
-@shared_task
-def events_purge() -> int:
-    return services.events_purge(older_than_days=settings.EVENT_RETENTION_DAYS)
 
 
 @shared_task(autoretry_for=(OSError,), retry_backoff=True, max_retries=5)

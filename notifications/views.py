@@ -8,11 +8,12 @@ from rest_framework.response import Response
 
 from collab.api.permissions import MANAGE
 from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from events.catalogue import EVENT_KINDS
+from events.models import Event
 
 from . import selectors, services, sse, stream
-from .catalogue import EVENT_KINDS
 from .filters import DeliveryFilter, EventFilter
-from .models import Delivery, Event, Webhook
+from .models import Delivery, Webhook
 from .serializers import (
     DeliveryDetailSerializer,
     DeliverySerializer,

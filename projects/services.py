@@ -4,7 +4,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Membership, User, Workspace
 from collab.api.exceptions import Conflict, ValidationFailed
-from notifications.services import deliveries_lock, diff, event_record
+from events.services import event_record, model_update
 
 from .models import Project, ProjectMember
 from .serializers import ProjectSerializer
@@ -49,23 +49,19 @@ def project_update(*, project: Project, actor: User, data: dict) -> Project:
                 "This project is archived and read-only; set its status to active first.",
                 details={"project_status": project.status},
             )
-        before = {name: getattr(project, name) for name in WRITABLE_FIELDS}
-        for name, value in data.items():
-            if name in WRITABLE_FIELDS:
-                setattr(project, name, value)
-        changes = diff(before, {name: getattr(project, name) for name in WRITABLE_FIELDS})
-        if changes:
-            project.save()
         project.team_count = project.members.count()
-        if changes:
-            event_record(
-                type="project.updated",
-                workspace_id=project.workspace_id,
-                project_id=project.pk,
-                actor=actor,
-                data={"project": project_payload(project)},
-                changes=changes,
-            )
+        with model_update(
+            project,
+            snapshot=lambda project: {name: getattr(project, name) for name in WRITABLE_FIELDS},
+            event_type="project.updated",
+            payload=lambda project: {"project": project_payload(project)},
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+        ):
+            for name, value in data.items():
+                if name in WRITABLE_FIELDS:
+                    setattr(project, name, value)
     return project
 
 
@@ -78,7 +74,6 @@ def project_delete(*, project: Project, actor: User) -> None:
             actor=actor,
             data={"project": project_payload(project)},
         )
-        deliveries_lock(webhook__project=project)
         project.delete()
 
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from accounts import keys
 from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspace
-from notifications.models import Event
-from notifications.services import event_record
+from events.models import Event
+from events.services import event_record
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import PASSWORD, UserFactory, make_api_key

@@ -32,7 +32,7 @@ EXPECTED_QUEUES = {
     "analytics.tasks.analytics_rollup_project": "analytics",
     "accounts.tasks.invitation_send_email": "email",
     "notifications.tasks.webhook_disabled_notify": "email",
-    "notifications.tasks.events_purge": "default",
+    "events.tasks.events_purge": "default",
     "accounts.tasks.rate_limit_counters_purge": "default",
     "accounts.tasks.denied_tokens_purge": "default",
 }

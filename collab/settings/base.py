@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "corsheaders",
+    "events",
     "accounts",
     "projects",
     "issues",
@@ -312,7 +313,10 @@ WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=1
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
 WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 
-# The event log and its stream (notifications/stream.py).
+# The event log (events/) and its stream (notifications/stream.py). The log's consumers, each
+# told an event's id once the transaction recording it commits: the webhooks' fan-out and the
+# stream's wake-up. The log itself imports none of them.
+EVENT_LOG_CONSUMERS = ["notifications.services.event_committed"]
 EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
 EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
 EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
@@ -358,6 +362,7 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #   deliveries_sweep           webhooks   it only queues the two above for rows still due
 #   webhook_disabled_notify    email      it skips a webhook switched back on; otherwise a
 #                                         second run sends the email again (at least once)
+# events.tasks.
 #   events_purge               default    it deletes by age; the purge mark only moves up
 # accounts.tasks.
 #   invitation_send_email      email      it skips an invitation no longer pending; otherwise
@@ -383,7 +388,7 @@ CELERY_TASK_ROUTES = {
     "notifications.tasks.webhook_deliver": {"queue": "webhooks"},
     "notifications.tasks.deliveries_sweep": {"queue": "webhooks"},
     "notifications.tasks.webhook_disabled_notify": {"queue": "email"},
-    "notifications.tasks.events_purge": {"queue": "default"},
+    "events.tasks.events_purge": {"queue": "default"},
     "accounts.tasks.invitation_send_email": {"queue": "email"},
     "accounts.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
@@ -458,7 +463,7 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "notifications.tasks.deliveries_sweep",
         "schedule": WEBHOOK_SWEEP_SECONDS,
     },
-    "events-purge": {"task": "notifications.tasks.events_purge", "schedule": 24 * 3600.0},
+    "events-purge": {"task": "events.tasks.events_purge", "schedule": 24 * 3600.0},
     "rate-limit-counters-purge": {
         "task": "accounts.tasks.rate_limit_counters_purge",
         "schedule": 3600.0,

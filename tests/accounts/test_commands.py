@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from accounts import keys
 from accounts.models import ApiKey, Membership, Role, User, Workspace
-from notifications.models import Event
+from events.models import Event
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_error, assert_ok
 from tests.factories import PASSWORD, UserFactory, WorkspaceFactory, make_api_key

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from accounts import keys
 from accounts.models import Invitation, Membership, Role, User
-from notifications.models import Event
+from events.models import Event
 from projects.models import ProjectMember
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import (

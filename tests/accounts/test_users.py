@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Membership, Role, User, Workspace
-from notifications.models import Event
+from events.models import Event
 from projects.models import ProjectMember
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import MembershipFactory, UserFactory

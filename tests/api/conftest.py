@@ -4,8 +4,8 @@ route (test_methods.py, test_hostile_input.py)."""
 import pytest
 
 from accounts.services import invitation_create
+from events.services import event_record
 from notifications.models import Delivery
-from notifications.services import event_record
 from tests.factories import (
     PullRequestFactory,
     RepositoryFactory,

@@ -6,8 +6,8 @@ from django.db import router, transaction
 from accounts.models import ApiKey
 from collab import dbrouters
 from collab.dbrouters import PrimaryReplicaRouter, ReplicaPinMiddleware
+from events.models import Event
 from issues.models import Issue
-from notifications.models import Event
 from projects.models import Project
 
 

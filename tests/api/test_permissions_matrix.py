@@ -19,7 +19,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 from accounts import keys
 from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspace
 from collab.api.scopes import ALL_SCOPES, expand
-from notifications.models import Event
+from events.models import Event
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_error, client_for
 from tests.factories import MembershipFactory, UserFactory, make_api_key

@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
-from notifications.models import Event
+from events.models import Event
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import ProjectFactory, WebhookFactory

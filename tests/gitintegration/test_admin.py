@@ -4,9 +4,9 @@ services (the same events as the API), "Sync now" syncs, the last error shows.""
 import pytest
 from django.test import Client
 
+from events.models import Event
 from gitintegration.models import PullRequest, Repository
 from gitintegration.services import pull_request_create
-from notifications.models import Event
 from tests.factories import UserFactory
 from tests.test_admin import form_data, url
 

@@ -8,8 +8,8 @@ PostgreSQL only: SQLite serialises every writer on one file lock, so there is no
 import pytest
 from django.conf import settings
 
+from events.models import Event
 from gitintegration.models import Commit, PullRequest
-from notifications.models import Event
 from tests.conftest import client_for
 from tests.gitintegration.conftest import git
 from tests.issues.test_concurrency import require_connections, run_threads

@@ -4,10 +4,10 @@ closing keywords."""
 
 import pytest
 
+from events.models import Event
 from gitintegration.models import PullRequest, Review
 from gitintegration.services import closing_references, repository_sync
 from issues.models import Issue
-from notifications.models import Event
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_issue

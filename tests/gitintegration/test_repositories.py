@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from events.models import Event
 from gitintegration import git as gitlib
 from gitintegration.models import Branch, Commit, Repository
 from gitintegration.services import repository_sync
 from gitintegration.tasks import repositories_sync_all
-from notifications.models import Event
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.gitintegration.conftest import register

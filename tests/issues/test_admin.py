@@ -4,8 +4,8 @@ services, so it records the same history rows, counters and events as the API.""
 import pytest
 from django.test import Client
 
+from events.models import Event
 from issues.models import Issue, IssueHistory, IssueStatusCount, Label
-from notifications.models import Event
 from projects.models import Project
 from tests.factories import ProjectFactory, UserFactory, make_issue
 from tests.test_admin import form_data, url

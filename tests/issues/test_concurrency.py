@@ -16,9 +16,9 @@ from django.db import connection, transaction
 from django.db.models import Count
 
 from collab.api.exceptions import NotFound
+from events.models import Event
 from issues import services
 from issues.models import Issue, IssueHistory, IssueSequence, IssueStatusCount
-from notifications.models import Event
 from projects.models import Project
 from tests.conftest import client_for
 from tests.factories import ProjectFactory, make_issue

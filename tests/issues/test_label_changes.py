@@ -5,10 +5,10 @@ exactly as if its labels had been edited one by one."""
 import pytest
 from django.db import DatabaseError
 
+from events import services as event_services
+from events.models import Event
 from issues import services
 from issues.models import Issue, IssueHistory, Label
-from notifications import services as notification_services
-from notifications.models import Event
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
 
@@ -139,7 +139,7 @@ def test_a_rename_to_a_taken_name_changes_nothing(api, world, carrying):
 def test_history_and_events_share_the_label_change_transaction(world, carrying, monkeypatch):
     """A failure while recording the issues' events rolls the rename back entirely."""
     label, affected, _other, _elsewhere = carrying
-    real = notification_services.event_record
+    real = event_services.event_record
     calls = []
 
     def failing(**kwargs):

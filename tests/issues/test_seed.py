@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.management.commands.seed_demo import issue_shares
 from accounts.models import User
+from events.models import Event
 from issues.models import (
     Issue,
     IssueHistory,
@@ -20,7 +21,6 @@ from issues.models import (
     Status,
 )
 from issues.seeding import LABELS
-from notifications.models import Event
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_ok, client_for
 

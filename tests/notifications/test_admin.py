@@ -4,7 +4,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from notifications.models import Delivery, DeliveryAttempt, Event, Webhook
+from events.models import Event
+from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.factories import UserFactory, WebhookFactory
 
 

@@ -17,9 +17,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 from standardwebhooks import Webhook as StandardWebhook
 
+from events.models import Event
 from issues.models import Issue
 from notifications import services
-from notifications.models import Delivery, DeliveryAttempt, Event, Webhook
+from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
 from tests.notifications.receiver import start_receiver

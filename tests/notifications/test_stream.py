@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from httpx_sse import connect_sse
 
 from collab.api.scopes import ALL_SCOPES
-from notifications.models import Event, EventLogState
+from events.models import Event, EventLogState
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_api_key, make_issue
 from tests.liveserver import asgi_server, process_env, require_services

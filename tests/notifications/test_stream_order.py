@@ -13,8 +13,8 @@ import pytest
 from django.db import connection, transaction
 
 from collab.api.scopes import ALL_SCOPES
-from notifications.models import Event
-from notifications.services import event_record
+from events.models import Event
+from events.services import event_record
 from tests.factories import make_api_key
 from tests.liveserver import asgi_server, process_env, require_services
 from tests.notifications.test_stream import Reader

@@ -4,8 +4,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from events.models import Event
 from notifications import crypto
-from notifications.models import Delivery, Event, Webhook
+from notifications.models import Delivery, Webhook
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import WebhookFactory

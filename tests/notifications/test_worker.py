@@ -13,7 +13,8 @@ import pytest
 from standardwebhooks import Webhook as StandardWebhook
 
 from collab.api.scopes import ALL_SCOPES
-from notifications.models import Delivery, Event
+from events.models import Event
+from notifications.models import Delivery
 from tests.factories import make_api_key
 from tests.liveserver import (
     RedisServer,

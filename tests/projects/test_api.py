@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from accounts.models import Role, User
-from notifications.models import Event
+from events.models import Event
 from projects.models import Project, ProjectMember
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import (

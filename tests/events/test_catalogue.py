@@ -5,10 +5,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from notifications.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
+from events.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
 
 ROOT = Path(settings.BASE_DIR)
-APPS = ("accounts", "projects", "issues", "gitintegration", "notifications", "analytics")
+APPS = ("events", "accounts", "projects", "issues", "gitintegration", "notifications", "analytics")
 FAMILIES = "|".join(sorted({kind.split(".")[0] for kind in EVENT_KINDS}))
 KIND = re.compile(rf"""["']((?:{FAMILIES})\.[a-z_]+)["']""")
 

@@ -75,11 +75,6 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
     "webhook.ping": ("POST /v1/webhooks/:id/ping (sent to that webhook only)", '{"webhook"}'),
 }
 
-# Kinds never fanned out to subscribed webhooks: the webhooks' own bookkeeping (in the log and
-# the stream, not sent to receivers, which would otherwise be told of their own creation).
-# ``webhook.ping`` goes to the one webhook pinged, directly.
-DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhook."))
-
 
 def kind_matches(kind: str, patterns: list[str]) -> bool:
     """Whether ``kind`` is selected by ``patterns`` (exact kinds, ``issue.*``, or ``*``)."""
