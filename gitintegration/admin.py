@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from accounts.admin import adopt
 from collab.api.exceptions import ApiError, ValidationFailed
 
-from . import services
+from . import mirrors, services
 from .models import Branch, PullRequest, Repository, Review
 
 ARCHIVED_MESSAGE = "This project is archived and read-only."
@@ -36,7 +36,7 @@ class RepositoryForm(forms.ModelForm):
             raise forms.ValidationError(ARCHIVED_MESSAGE)
         if cleaned.get("clone_url"):
             try:
-                cleaned["clone_url"] = services.clone_url_check(clone_url=cleaned["clone_url"])
+                cleaned["clone_url"] = mirrors.clone_url_check(clone_url=cleaned["clone_url"])
             except ValidationFailed as exc:
                 self.add_error("clone_url", _messages(exc))
         return cleaned

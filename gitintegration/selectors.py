@@ -13,6 +13,7 @@ from collab.api.renderers import iso_z
 from projects.selectors import project_visibility_q
 
 from . import git
+from .mirrors import mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, Repository, Review
 
 
@@ -133,8 +134,6 @@ class BranchHistory:
 
     def _git(self, function, *args, **kwargs):
         # Reads the node's mirror, filled from the origin first when this node has none yet.
-        from .services import mirror_ready, mirror_unavailable
-
         if self._path is None:
             self._path = mirror_ready(repository=self.repository, needs=[self.tip])
         try:

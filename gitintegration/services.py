@@ -16,13 +16,13 @@ from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
 from collab.api.exceptions import Conflict, NotFound, ValidationFailed
-from collab.netguard import UnsafeAddress, resolve
 from collab.sequences import sequence_next
 from events.services import changes_diff, event_record, model_update
 from issues.models import Issue
@@ -31,6 +31,7 @@ from issues.services import issue_update
 from projects.models import Project
 
 from . import git
+from .mirrors import clone_url_check, mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, PullRequestSequence, Repository, Review
 from .selectors import (
     clone_url_display,
@@ -45,50 +46,6 @@ logger = logging.getLogger("collab.git")
 CLOSING_KEYWORDS = re.compile(
     r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b\s*:?\s*#(\d+)\b", re.IGNORECASE
 )
-
-
-# Clone URLs -------------------------------------------------------------------------------
-
-
-def _refuse(message: str) -> ValidationFailed:
-    return ValidationFailed.field("clone_url", message)
-
-
-def clone_url_check(*, clone_url: str) -> str:
-    """The URL if git may fetch it from this server, else a 422 naming ``clone_url``.
-
-    Local paths and ``file://`` read the server's own disk: only with
-    ``GIT_ALLOW_LOCAL_REPOSITORIES``. Network URLs must not lead to loopback, private or
-    link-local addresses unless ``WEBHOOK_ALLOW_PRIVATE_NETWORKS`` (the webhooks' guard).
-    The URL is read as git reads it (``git.remote_parse``); git itself is pinned to the
-    checked addresses again when it runs (``git.remote_pin``).
-    """
-    url = clone_url.strip()
-    if not url or url.startswith("-") or any(ord(ch) < 32 for ch in url):
-        raise _refuse("Enter a URL git can fetch.")
-    try:
-        remote = git.remote_parse(url)
-    except ValueError as exc:
-        raise _refuse(str(exc)) from None
-    if remote is None:
-        if not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
-            raise _refuse(
-                "Local paths and file:// URLs are refused on this server "
-                "(GIT_ALLOW_LOCAL_REPOSITORIES is off)."
-            )
-        # git expands no "~" and resolves relative paths against its working directory.
-        path = Path(urlsplit(url).path if url.startswith("file://") else url)
-        if not path.is_absolute():
-            raise _refuse("A local repository must be given by its absolute path.")
-        return url
-    if remote.has_password and remote.scheme == "ssh":
-        raise _refuse("Passwords in ssh URLs are not accepted; use a deploy key.")
-    try:
-        # The webhooks' guard: every address the name resolves to must be public.
-        resolve(remote.host, remote.port)
-    except UnsafeAddress as exc:
-        raise _refuse(str(exc)) from None
-    return url
 
 
 # Repositories -----------------------------------------------------------------------------
@@ -162,9 +119,9 @@ def mirrors_prune() -> list[int]:
 
 
 def _queue_sync(repository_id: int) -> None:
-    from .tasks import repository_sync_task
-
-    transaction.on_commit(lambda: repository_sync_task.delay(repository_id=repository_id))
+    # By name: the tasks module imports this one, so importing it back would close a cycle.
+    sync = current_app.tasks["gitintegration.tasks.repository_sync_task"]
+    transaction.on_commit(lambda: sync.delay(repository_id=repository_id))
 
 
 def repository_sync_request(*, repository: Repository) -> None:
@@ -321,34 +278,6 @@ def _pull_requests_refresh(repository: Repository, path: Path, tips: dict[str, s
 
 def _shas(pull: PullRequest) -> dict:
     return {"head_sha": pull.head_sha, "base_sha": pull.base_sha}
-
-
-def mirror_ready(*, repository: Repository, needs: list[str]) -> Path:
-    """This node's mirror of the repository, holding the commits ``needs`` names.
-
-    A node's mirror is a cache of the origin: whichever node a request or a task lands on, a
-    mirror that is missing, or older than the database's record of the branches, is fetched
-    from the origin first (through the address guard, as every fetch is). What the answer
-    depends on is the database's record, so every node gives the same one.
-    """
-    path = git.mirror_path(repository.pk)
-    with git.mirror_lock(repository.pk):
-        if (path / "HEAD").exists() and all(git.object_exists(path, sha) for sha in needs):
-            return path
-        try:
-            clone_url_check(clone_url=repository.clone_url)
-            return git.mirror_fetch(repository_id=repository.pk, url=repository.clone_url)
-        except (git.GitError, ValidationFailed, OSError) as exc:
-            raise mirror_unavailable(exc) from None
-
-
-def mirror_unavailable(exc: Exception) -> Conflict:
-    # git's own message names paths on the server: logged, not answered.
-    logger.warning("Mirror unreadable: %s", exc)
-    return Conflict(
-        "The repository's mirror cannot be read; sync the repository first.",
-        details={"sync_required": True},
-    )
 
 
 # Pull requests ----------------------------------------------------------------------------

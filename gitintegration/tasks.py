@@ -1,13 +1,12 @@
 from celery import shared_task
 
+from . import services
 from .models import Repository
 
 
 @shared_task
 def repository_sync_task(*, repository_id: int) -> None:
-    from .services import repository_sync
-
-    repository_sync(repository_id=repository_id)
+    services.repository_sync(repository_id=repository_id)
 
 
 @shared_task
@@ -16,7 +15,5 @@ def repositories_sync_all() -> int:
     ids = list(Repository.objects.filter(project__status="active").values_list("pk", flat=True))
     for repository_id in ids:
         repository_sync_task.delay(repository_id=repository_id)
-    from .services import mirrors_prune
-
-    mirrors_prune()
+    services.mirrors_prune()
     return len(ids)

@@ -6,7 +6,9 @@ class NotificationsConfig(AppConfig):
     name = "notifications"
 
     def ready(self) -> None:
-        from . import services
+        # Registered now: services queue the tasks by name, and a web process imports no
+        # tasks module otherwise (only a worker discovers them).
+        from . import services, tasks  # noqa: F401
 
         # A project going takes its webhooks' deliveries with it. The projects app below knows
         # nothing of deliveries, so this consumer guards its own rows when one is deleted.

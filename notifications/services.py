@@ -18,6 +18,7 @@ from datetime import timedelta
 from functools import partial
 from urllib.parse import urlsplit
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -35,6 +36,7 @@ from . import crypto, signing, stream, transport
 from .models import Delivery, DeliveryAttempt, Webhook
 
 logger = logging.getLogger("collab.webhooks")
+TASKS = "notifications.tasks."
 
 # Kinds never fanned out to subscribed webhooks: the webhooks' own bookkeeping (in the log and
 # the stream, not sent to receivers, which would otherwise be told of their own creation).
@@ -45,23 +47,23 @@ DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhoo
 def event_committed(event_id: int) -> None:
     """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the event out to the
     webhooks, and wake the streams."""
-    from .tasks import event_fanout
-
-    _enqueue(event_fanout, event_id=event_id)
+    _enqueue(TASKS + "event_fanout", event_id=event_id)
     stream.wake(event_id)
 
 
-def _enqueue(task, countdown: float | None = None, **kwargs) -> bool:
-    """Queue a task, or leave the work to the sweeper when the broker cannot take it.
+def _enqueue(task: str, countdown: float | None = None, **kwargs) -> bool:
+    """Queue the task of that name, or leave the work to the sweeper when the broker cannot
+    take it.
 
+    By name: the tasks module imports this one, so importing it back would close a cycle.
     The change is committed already: failing the request would not undo it, and the row the
     task would act on (an event not yet dispatched, a delivery due) is what the sweeper reads.
     """
     try:
-        task.apply_async(kwargs=kwargs, countdown=countdown)
+        current_app.tasks[task].apply_async(kwargs=kwargs, countdown=countdown)
         return True
     except (OperationalError, OSError) as exc:
-        logger.warning("Could not queue %s(%s); the sweeper will: %s", task.name, kwargs, exc)
+        logger.warning("Could not queue %s(%s); the sweeper will: %s", task, kwargs, exc)
         return False
 
 
@@ -253,11 +255,9 @@ def delivery_redeliver(*, delivery: Delivery, actor) -> Delivery:
 
 
 def _send_after_commit(delivery_ids: list[int]) -> None:
-    from .tasks import webhook_deliver
-
     def send():
         for delivery_id in delivery_ids:
-            _enqueue(webhook_deliver, delivery_id=delivery_id)
+            _enqueue(TASKS + "webhook_deliver", delivery_id=delivery_id)
 
     if delivery_ids:
         transaction.on_commit(send)
@@ -385,9 +385,7 @@ def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> 
     if retry_in is not None and retry_in <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
         # Short waits ride the broker; longer ones wait on the row for the sweeper, since a
         # Redis broker redelivers countdowns past its visibility timeout again and again.
-        from .tasks import webhook_deliver
-
-        _enqueue(webhook_deliver, countdown=retry_in, delivery_id=delivery.pk)
+        _enqueue(TASKS + "webhook_deliver", countdown=retry_in, delivery_id=delivery.pk)
     return delivery
 
 
@@ -413,9 +411,9 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now) -> None:
             actor=None,
             data={"webhook": webhook_record(webhook), "reason": reason},
         )
-        from .tasks import webhook_disabled_notify
-
-        transaction.on_commit(partial(_enqueue, webhook_disabled_notify, webhook_id=webhook.pk))
+        transaction.on_commit(
+            partial(_enqueue, TASKS + "webhook_disabled_notify", webhook_id=webhook.pk)
+        )
         logger.warning("Webhook %s disabled after failing since %s", webhook.pk, limit)
 
 
@@ -442,10 +440,8 @@ def deliveries_sweep() -> dict[str, int]:
         .order_by("next_attempt_at")
         .values_list("id", flat=True)[:1000]
     )
-    from .tasks import webhook_deliver
-
     for delivery_id in due:
-        _enqueue(webhook_deliver, delivery_id=delivery_id)
+        _enqueue(TASKS + "webhook_deliver", delivery_id=delivery_id)
     return {"events": len(stale_events), "deliveries": len(due)}
 
 

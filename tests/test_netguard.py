@@ -15,8 +15,9 @@ import urllib3.util.connection
 
 from collab import netguard
 from gitintegration import git
+from gitintegration.mirrors import clone_url_check
 from gitintegration.models import Repository
-from gitintegration.services import clone_url_check, repository_sync
+from gitintegration.services import repository_sync
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 

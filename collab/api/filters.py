@@ -9,10 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from .exceptions import BadRequest
-
-# Identifiers are positive 64-bit integers: a larger number is no id, and a database refuses
-# to compare a column with it (an overflow, once a 500).
-MAX_ID = 2**63 - 1
+from .routers import MAX_ID
 
 
 def is_id(value) -> bool:

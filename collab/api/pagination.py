@@ -8,12 +8,10 @@ from rest_framework.response import Response
 
 from .exceptions import BadRequest
 from .renderers import Envelope
+from .routers import MAX_ID
 
 DEFAULT_PER_PAGE = 20
 MAX_PER_PAGE = 100
-# The largest integer a query parameter may carry: a signed 64-bit one, the range of the ids
-# (the JSON renderer refuses anything larger, so a bigger page number could not be echoed).
-MAX_INTEGER = 2**63 - 1
 
 
 def positive_int_param(request, name: str, default: int) -> int:
@@ -25,10 +23,10 @@ def positive_int_param(request, name: str, default: int) -> int:
     # At most 19 digits: past that the value is out of range anyway, and int() of thousands
     # of digits raises.
     value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 19 else 0
-    if not 1 <= value <= MAX_INTEGER:
+    if not 1 <= value <= MAX_ID:
         raise BadRequest(
             f"'{name}' must be a positive integer.",
-            details={name: [f"Expected an integer from 1 to {MAX_INTEGER}, got '{raw}'."]},
+            details={name: [f"Expected an integer from 1 to {MAX_ID}, got '{raw}'."]},
         )
     return value
 
@@ -103,7 +101,7 @@ class PagePagination(BasePagination):
                 "schema": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_INTEGER,
+                    "maximum": MAX_ID,
                     "default": 1,
                 },
             },
@@ -116,7 +114,7 @@ class PagePagination(BasePagination):
                 "schema": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_INTEGER,
+                    "maximum": MAX_ID,
                     "default": DEFAULT_PER_PAGE,
                 },
             },

@@ -3,6 +3,11 @@ from rest_framework.routers import SimpleRouter
 # An identifier in a path: a positive 64-bit integer has at most 19 digits. Longer strings of
 # digits match no route (a JSON 404), so no view ever converts thousands of digits to an int.
 ID_PATTERN = r"[0-9]{1,19}"
+# Identifiers are positive 64-bit integers: a larger number is no id, and a database refuses
+# to compare a column with it (an overflow, once a 500). Integer query parameters share the
+# range (the JSON renderer refuses anything larger, so a bigger page number could not be
+# echoed).
+MAX_ID = 2**63 - 1
 
 
 class ApiRouter(SimpleRouter):

@@ -13,8 +13,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc
 from drf_spectacular.utils import OpenApiParameter
 
-from .pagination import MAX_INTEGER
-from .routers import ID_PATTERN
+from .routers import ID_PATTERN, MAX_ID
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 SUCCESS_REF = {"$ref": "#/components/schemas/Success"}
@@ -255,7 +254,7 @@ class EnvelopeAutoSchema(AutoSchema):
         for parameter in parameters:
             # Identifiers in paths are matched as digits: they are integers, not strings.
             if parameter["schema"].get("pattern") == f"^{ID_PATTERN}$":
-                parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": MAX_INTEGER}
+                parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
         return parameters
 
     def _get_response_for_code(

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.db.models import Count
 from django.utils import timezone
 
-from accounts.management.commands.seed_demo import issue_shares
 from accounts.models import User
 from events.models import Event
+from issues.management.commands.seed_demo import issue_shares
 from issues.models import (
     Issue,
     IssueHistory,
