@@ -1,7 +1,6 @@
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -174,47 +173,6 @@ class Invitation(models.Model):
         if self.status == self.Status.PENDING and self.expires_at <= timezone.now():
             return self.Status.EXPIRED
         return self.status
-
-
-class IdempotencyKey(models.Model):
-    """A POST made with an ``Idempotency-Key`` header, kept 24 hours to replay its answer.
-
-    ``status_code`` stays null while the first request is still running.
-    """
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=255)
-    request_hash = models.CharField(max_length=64)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
-    location = models.CharField(max_length=500, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique"),
-        ]
-
-    def __str__(self):
-        return self.key
-
-
-class RateLimitCounter(models.Model):
-    """A rate-limit window kept in the database when there is no Redis (the embedded default).
-
-    One row per counted thing (``user:7``, ``addr:203.0.113.9``, a sign-in email...), reused
-    from window to window: ``collab.api.counters`` starts, counts and restarts it with a single
-    ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``, so every process counts exactly.
-    """
-
-    key = models.CharField(max_length=200, primary_key=True)
-    hits = models.PositiveIntegerField(default=0)
-    # Unix seconds at which the window ends; a window that has ended is restarted by its
-    # next hit, and rows whose window ended long ago are purged by a periodic task.
-    reset_at = models.BigIntegerField(db_index=True)
-
-    def __str__(self):
-        return f"{self.key}: {self.hits} until {self.reset_at}"
 
 
 class DeniedToken(models.Model):

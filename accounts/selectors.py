@@ -1,8 +1,7 @@
 from django.db.models import QuerySet
 
-from collab.api.permissions import user_roles
-
 from .models import ApiKey, Invitation, Membership, Workspace
+from .roles import user_roles
 
 
 def workspace_list(*, user) -> QuerySet:

@@ -28,7 +28,7 @@ from collab.api.exceptions import (
 from collab.api.scopes import invalid_scopes
 from events.services import event_record
 
-from . import keys, login_protection, token_denylist
+from . import keys, login_protection, signals, token_denylist
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
@@ -155,14 +155,11 @@ def membership_update(*, membership: Membership, role: str, actor) -> Membership
 
 @transaction.atomic
 def membership_remove(*, membership: Membership, actor) -> None:
-    from projects.models import ProjectMember
-
     if membership.role == Role.OWNER:
         _require_owner(actor, membership.workspace_id)
         _ensure_another_owner(membership)
-    ProjectMember.objects.filter(
-        user_id=membership.user_id, project__workspace_id=membership.workspace_id
-    ).delete()
+    # The person leaves the workspace's project teams too (projects' receiver).
+    signals.membership_removing.send(sender=Membership, membership=membership)
     event_record(
         type="workspace.member_removed",
         workspace_id=membership.workspace_id,
@@ -441,8 +438,6 @@ def invitation_revoke(*, invitation: Invitation, actor: User) -> Invitation:
 
 
 def invitation_accept(*, token: str, name: str, password: str) -> User:
-    from projects.services import project_member_add
-
     with transaction.atomic():
         invitation = (
             Invitation.objects.select_for_update()
@@ -475,8 +470,8 @@ def invitation_accept(*, token: str, name: str, password: str) -> User:
         invitation.status = Invitation.Status.ACCEPTED
         invitation.accepted_at = timezone.now()
         invitation.save(update_fields=["status", "accepted_at"])
-        for project in invitation.projects.all():
-            project_member_add(project=project, user=user, actor=user, skip_existing=True)
+        # The person joins the projects the invitation names (projects' receiver).
+        signals.invitation_accepting.send(sender=Invitation, invitation=invitation, user=user)
         event_record(
             type="invitation.accepted",
             workspace_id=invitation.workspace_id,

@@ -33,15 +33,6 @@ def invitation_send_email(*, invitation_id: int, token: str) -> None:
 
 
 @shared_task
-def rate_limit_counters_purge() -> int:
-    """Drop database rate-limit counters whose window ended over an hour ago (Redis expires its
-    own). A row is reused from window to window, so this only trims identities gone quiet."""
-    from collab.api.counters import counters_purge
-
-    return counters_purge(older_than=3600)
-
-
-@shared_task
 def denied_tokens_purge() -> int:
     """Drop logout denylist rows whose tokens have all expired: their own ``exp`` refuses them
     now (Redis expires its copies itself)."""

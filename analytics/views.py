@@ -8,13 +8,15 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.negotiation import DefaultContentNegotiation
 
 from accounts import selectors as account_selectors
+from accounts.roles import require_ability
 from collab.api.exceptions import BadRequest
-from collab.api.permissions import READ, require_ability
-from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from collab.api.permissions import READ
+from collab.api.viewsets import ApiViewSet
 from issues import selectors as issue_selectors
 from issues.filters import IssueFilter
 from issues.models import Issue
 from issues.serializers import IssueSerializer
+from projects.viewsets import ProjectScopedViewSet
 
 from . import selectors
 from .periods import PERIOD_PATTERN, period_parse

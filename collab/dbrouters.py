@@ -7,8 +7,9 @@ its lag:
 - not after the request wrote anything (a client that just created an issue lists it next):
   the first write pins the rest of the request to the primary;
 - not of the records that decide who may do what, or that are followed by id: accounts
-  (users, keys, memberships, the logout denylist: a revoked key stops at once) and the event
-  log (the stream and the deliveries read it forward and would take lag for gaps).
+  (users, keys, memberships, the logout denylist: a revoked key stops at once), the request
+  state kept for the API (idempotency keys, rate-limit counters), and the event log and its
+  consumers (the stream and the deliveries read it forward and would take lag for gaps).
 
 Tasks, commands and the stream's hub read the primary: they run right after the commit that
 queued them. Writes, migrations and relations always use the primary.
@@ -20,7 +21,7 @@ from django.db import connections
 
 PRIMARY = "default"
 REPLICA = "replica"
-PRIMARY_ONLY_APPS = frozenset({"accounts", "notifications"})
+PRIMARY_ONLY_APPS = frozenset({"accounts", "events", "idempotency", "ratelimits", "notifications"})
 
 _state = threading.local()
 

@@ -7,7 +7,8 @@ from rest_framework.response import Response
 
 from collab.api.exceptions import BadRequest, Conflict, Unauthorized, ValidationFailed
 from collab.api.permissions import MANAGE, READ, WRITE
-from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from collab.api.viewsets import ApiViewSet
+from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
 from . import selectors, services
 from .filters import PullRequestFilter
@@ -85,7 +86,7 @@ class ProjectRepositoryViewSet(ProjectScopedViewSet):
         return self.created(record, f"/v1/repositories/{repository.pk}")
 
 
-class RepositoryViewSet(RepositoryMixin, ApiViewSet):
+class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
     """``/v1/repositories/:id``: one repository, its branches and commits."""
 
     scope_group = "projects"
@@ -150,7 +151,7 @@ class RepositoryViewSet(RepositoryMixin, ApiViewSet):
         return self.get_paginated_response([selectors.commit_record(c) for c in page])
 
 
-class RepositoryPullViewSet(RepositoryMixin, ApiViewSet):
+class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
     """``/v1/repositories/:repository_id/pulls``."""
 
     scope_group = "projects"
@@ -186,7 +187,7 @@ class PullRequestMixin:
         return pull
 
 
-class PullRequestViewSet(PullRequestMixin, ApiViewSet):
+class PullRequestViewSet(PullRequestMixin, ProjectAccessViewSet):
     """``/v1/pulls/:id``: one pull request."""
 
     scope_group = "projects"
@@ -220,7 +221,7 @@ class PullRequestViewSet(PullRequestMixin, ApiViewSet):
         return self.ok(selectors.pull_request_record(pull))
 
 
-class PullReviewViewSet(PullRequestMixin, ApiViewSet):
+class PullReviewViewSet(PullRequestMixin, ProjectAccessViewSet):
     """``/v1/pulls/:pull_id/reviews``."""
 
     scope_group = "projects"

@@ -5,8 +5,8 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
-from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
 from projects.selectors import ProjectLookup
+from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
 from . import selectors, services
 from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
@@ -66,7 +66,7 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
         return self.created(selectors.issue_record(issue), f"/v1/issues/{issue.pk}")
 
 
-class IssueViewSet(IssueListMixin, ApiViewSet):
+class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     """``/v1/issues`` across every visible project, and single issues."""
 
     scope_group = "issues"
@@ -140,7 +140,7 @@ class ProjectLabelViewSet(ProjectScopedViewSet):
         return self.created(LabelSerializer(label).data, f"/v1/labels/{label.pk}")
 
 
-class LabelViewSet(ApiViewSet):
+class LabelViewSet(ProjectAccessViewSet):
     """``/v1/labels/:id``: one label."""
 
     scope_group = "issues"

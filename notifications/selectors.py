@@ -2,7 +2,7 @@
 
 from django.db.models import Q, QuerySet
 
-from collab.api.permissions import user_roles
+from accounts.roles import user_roles
 from events.models import Event
 from projects.models import Project
 from projects.selectors import project_visibility_q

@@ -7,9 +7,10 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 
 from collab.api.permissions import MANAGE
-from collab.api.viewsets import ApiViewSet, ProjectScopedViewSet
+from collab.api.viewsets import ApiViewSet
 from events.catalogue import EVENT_KINDS
 from events.models import Event
+from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
 from . import selectors, services, sse, stream
 from .filters import DeliveryFilter, EventFilter
@@ -65,7 +66,7 @@ class ProjectWebhookViewSet(ProjectScopedViewSet):
         return self.created(record, f"/v1/webhooks/{webhook.pk}")
 
 
-class WebhookViewSet(ApiViewSet):
+class WebhookViewSet(ProjectAccessViewSet):
     """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
 
     scope_group = "projects"

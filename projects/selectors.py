@@ -2,7 +2,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet,
 from django.db.models.functions import Coalesce
 
 from accounts.models import Membership, Role
-from collab.api.permissions import role_remember, user_roles, workspace_role
+from accounts.roles import role_remember, user_roles, workspace_role
 from collab.api.prepared import PreparedQuery
 from collab.api.routers import MAX_ID
 

@@ -2,7 +2,7 @@
 
 from django.db import IntegrityError, transaction
 
-from accounts.models import Membership, User, Workspace
+from accounts.models import Invitation, Membership, User, Workspace
 from collab.api.exceptions import Conflict, ValidationFailed
 from events.services import event_record, model_update
 
@@ -123,3 +123,16 @@ def project_member_remove(*, member: ProjectMember, actor: User) -> None:
             data=_member_payload(member.project, member.user),
         )
         member.delete()
+
+
+def workspace_member_leave_teams(*, membership: Membership, **kwargs: object) -> None:
+    """``accounts.signals.membership_removing``: the person leaves the workspace's teams."""
+    ProjectMember.objects.filter(
+        user_id=membership.user_id, project__workspace_id=membership.workspace_id
+    ).delete()
+
+
+def invitation_teams_join(*, invitation: Invitation, user: User, **kwargs: object) -> None:
+    """``accounts.signals.invitation_accepting``: the person joins the invitation's projects."""
+    for project in invitation.projects.all():
+        project_member_add(project=project, user=user, actor=user, skip_existing=True)

@@ -4,11 +4,22 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
 from accounts import selectors as account_selectors
-from accounts.models import Membership, User
+from accounts import services as account_services
+from accounts.filters import InvitationFilter, UserFilter
+from accounts.models import Membership, User, Workspace
+from accounts.roles import require_ability, user_roles
+from accounts.serializers import (
+    InvitationCreateSerializer,
+    InvitationSerializer,
+    MembershipUpdateSerializer,
+    UserSerializer,
+    WorkspaceCreateSerializer,
+    WorkspaceSerializer,
+)
 from collab.api.exceptions import ValidationFailed
-from collab.api.permissions import MANAGE, READ, WRITE, require_ability
+from collab.api.permissions import MANAGE, READ, WRITE
 from collab.api.routers import ID_PATTERN
-from collab.api.viewsets import ProjectScopedViewSet
+from collab.api.viewsets import ApiViewSet
 
 from . import selectors, services
 from .filters import ProjectFilter
@@ -20,6 +31,7 @@ from .serializers import (
     ProjectSerializer,
     ProjectUpdateSerializer,
 )
+from .viewsets import ProjectScopedViewSet
 
 
 class ProjectViewSet(ProjectScopedViewSet):
@@ -139,4 +151,151 @@ class ProjectViewSet(ProjectScopedViewSet):
         if member is None:
             raise Http404
         services.project_member_remove(member=member, actor=request.user)
+        return self.deleted()
+
+
+# Workspaces ------------------------------------------------------------------------------
+
+
+# /v1/workspaces: the tenancy itself, with its members and invitations. Here, above accounts,
+# because an invitation names projects the inviter must be able to see. (No docstring: the
+# schema would show it as every operation's description.)
+class WorkspaceViewSet(ApiViewSet):
+
+    scope_group = "projects"
+    serializer_class = WorkspaceSerializer
+    queryset = Workspace.objects.none()  # for the schema; reads go through the selectors
+    action_scopes = {
+        "create": "users:write",
+        "members": "users:read",
+        "member_detail": "users:write",
+        "invitations": "users:read",
+        "invitation_revoke": "users:write",
+    }
+
+    def required_scope(self):
+        if self.action == "invitations" and self.request.method == "POST":
+            return "users:write"
+        return super().required_scope()
+
+    def _workspace(self, pk, ability=READ):
+        workspace = account_selectors.workspace_get(user=self.request.user, workspace_id=pk)
+        if workspace is None:
+            raise Http404
+        require_ability(self.request.user, workspace.pk, ability)
+        return workspace
+
+    def _context(self) -> dict:
+        return {"roles": user_roles(self.request.user)}
+
+    def list(self, request):
+        return self.paginated(
+            account_selectors.workspace_list(user=request.user),
+            WorkspaceSerializer,
+            **self._context(),
+        )
+
+    @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer})
+    def create(self, request):
+        data = self.validated(WorkspaceCreateSerializer)
+        workspace = account_services.workspace_create(name=data["name"], owner=request.user)
+        request.user._workspace_roles = None
+        return self.created(
+            WorkspaceSerializer(workspace, context=self._context()).data,
+            f"/v1/workspaces/{workspace.pk}",
+        )
+
+    def retrieve(self, request, pk=None):
+        return self.ok(WorkspaceSerializer(self._workspace(pk), context=self._context()).data)
+
+    @extend_schema(responses={200: UserSerializer(many=True)})
+    @action(detail=True, methods=["get"], filterset_class=UserFilter)
+    def members(self, request, pk=None):
+        workspace = self._workspace(pk)
+        queryset = self.filter_queryset(account_selectors.member_list(workspace_id=workspace.pk))
+        return self.paginated(queryset, UserSerializer)
+
+    @extend_schema(
+        methods=["PATCH"], request=MembershipUpdateSerializer, responses={200: UserSerializer}
+    )
+    @extend_schema(methods=["DELETE"], responses={200: None})
+    @action(
+        detail=True,
+        methods=["patch", "delete"],
+        url_path=rf"members/(?P<user_id>{ID_PATTERN})",
+    )
+    def member_detail(self, request, pk=None, user_id=None):
+        workspace = self._workspace(pk, MANAGE)
+        membership = (
+            Membership.objects.select_related("user")
+            .filter(workspace=workspace, user_id=user_id)
+            .first()
+        )
+        if membership is None:
+            raise Http404
+        if request.method == "DELETE":
+            account_services.membership_remove(membership=membership, actor=request.user)
+            return self.deleted()
+        # PATCH changes only the fields sent: an empty body changes nothing.
+        data = self.validated(MembershipUpdateSerializer, partial=True)
+        if "role" in data:
+            membership = account_services.membership_update(
+                membership=membership, role=data["role"], actor=request.user
+            )
+        return self.ok(UserSerializer(membership).data)
+
+    @extend_schema(methods=["GET"], responses={200: InvitationSerializer(many=True)}, filters=True)
+    @extend_schema(
+        methods=["POST"],
+        request=InvitationCreateSerializer,
+        responses={201: InvitationSerializer},
+    )
+    @action(detail=True, methods=["get", "post"], filterset_class=InvitationFilter)
+    def invitations(self, request, pk=None):
+        if request.method == "GET":
+            workspace = self._workspace(pk, MANAGE)
+            queryset = self.filter_queryset(
+                account_selectors.invitation_list(workspace_id=workspace.pk)
+            )
+            return self.paginated(queryset, InvitationSerializer)
+        workspace = self._workspace(pk, MANAGE)
+        data = self.validated(InvitationCreateSerializer)
+        projects = list(
+            selectors.project_list(user=request.user).filter(
+                workspace=workspace, pk__in=data["projects"]
+            )
+        )
+        missing = set(data["projects"]) - {project.pk for project in projects}
+        if missing:
+            raise ValidationFailed.field(
+                "projects", f"No such projects in this workspace: {sorted(missing)}."
+            )
+        invitation, _token = account_services.invitation_create(
+            workspace=workspace,
+            inviter=request.user,
+            email=data["email"],
+            role=data["role"],
+            projects=projects,
+        )
+        return self.created(
+            InvitationSerializer(invitation).data,
+            f"/v1/workspaces/{workspace.pk}/invitations/{invitation.pk}",
+        )
+
+    @extend_schema(responses={200: None})
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=rf"invitations/(?P<invitation_id>{ID_PATTERN})",
+    )
+    def invitation_revoke(self, request, pk=None, invitation_id=None):
+        workspace = self._workspace(pk, MANAGE)
+        invitation = (
+            account_selectors.invitation_list(workspace_id=workspace.pk)
+            .filter(pk=invitation_id)
+            .first()
+        )
+        if invitation is None:
+            raise Http404
+        account_services.invitation_revoke(invitation=invitation, actor=request.user)
         return self.deleted()

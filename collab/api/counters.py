@@ -12,8 +12,9 @@ Two stores, chosen by ``RATE_LIMIT_BACKEND``:
   time, so the read, the restart of an ended window and the increment cannot interleave.
   A counter is a hash ``{n: hits, r: end of the window}`` that expires soon after ``r``.
 - ``database``: one ``INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE ... RETURNING`` on
-  ``accounts.RateLimitCounter``. PostgreSQL locks the row and evaluates the update against its
-  latest version; SQLite runs one writer at a time. Either way one statement, one count.
+  ``RATE_LIMIT_COUNTER_MODEL`` (``ratelimits.RateLimitCounter``). PostgreSQL locks the row
+  and evaluates the update against its latest version; SQLite runs one writer at a time.
+  Either way one statement, one count.
 
 Hits past the limit are not counted, so ``hits`` never exceeds the limit it was hit with and a
 client that keeps knocking does not push its own window further away.
@@ -33,9 +34,11 @@ import threading
 import time
 from dataclasses import dataclass
 
+from django.apps import apps
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import DatabaseError, connection
+from django.db.models import Model
 from django.dispatch import receiver
 
 logger = logging.getLogger("collab.ratelimit")
@@ -172,11 +175,9 @@ class DatabaseCounters(_FailOpen):
     errors = (DatabaseError,)
 
     def __init__(self, *, pause: float):
-        from accounts.models import RateLimitCounter
-
         super().__init__(pause=pause)
         quote = connection.ops.quote_name
-        table = quote(RateLimitCounter._meta.db_table)
+        table = quote(counter_model()._meta.db_table)
         key, hits, reset = quote("key"), quote("hits"), quote("reset_at")
         self._select = f"SELECT {key}, {hits}, {reset} FROM {table} WHERE {key} IN "  # noqa: S608
         self._delete = f"DELETE FROM {table} WHERE {key} IN "  # noqa: S608
@@ -260,6 +261,11 @@ def _key(name: str) -> str:
     return f"{settings.RATE_LIMIT_KEY_PREFIX}{name}"
 
 
+def counter_model() -> type[Model]:
+    """The model the database store counts in (``settings.RATE_LIMIT_COUNTER_MODEL``)."""
+    return apps.get_model(settings.RATE_LIMIT_COUNTER_MODEL)
+
+
 def counter_hit(name: str, *, limit: int, window: int, at: float | None = None) -> Window | None:
     """Count one event on ``name`` unless ``limit`` is reached; ``None`` if the store is down."""
     return store().hit(_key(name), limit=limit, window=window, at=now() if at is None else at)
@@ -277,7 +283,5 @@ def counter_clear(names: list[str]) -> None:
 
 def counters_purge(*, older_than: int = 3600) -> int:
     """Delete database counters whose window ended more than ``older_than`` seconds ago."""
-    from accounts.models import RateLimitCounter
-
-    deleted, _ = RateLimitCounter.objects.filter(reset_at__lt=int(now()) - older_than).delete()
+    deleted, _ = counter_model().objects.filter(reset_at__lt=int(now()) - older_than).delete()
     return deleted

@@ -15,10 +15,11 @@ by a lock timeout), 409. A 5xx answer rolls everything back, so the client may r
 import hashlib
 from datetime import timedelta
 
+from django.apps import apps
+from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Model
 from django.utils import timezone
-
-from accounts.models import IdempotencyKey
 
 from .exceptions import BadRequest, Conflict, ValidationFailed
 from .renderers import Envelope
@@ -27,8 +28,13 @@ HEADER = "Idempotency-Key"
 LIFETIME = timedelta(hours=24)
 
 
+def key_model() -> type[Model]:
+    """The model keys are kept in (``settings.IDEMPOTENCY_KEY_MODEL``)."""
+    return apps.get_model(settings.IDEMPOTENCY_KEY_MODEL)
+
+
 class IdempotentReplay(Exception):  # noqa: N818 - a control-flow signal, not an error
-    def __init__(self, record: IdempotencyKey):
+    def __init__(self, record: Model):
         super().__init__(record.key)
         self.record = record
 
@@ -50,7 +56,7 @@ STILL_RUNNING = f"A request with this {HEADER} is still being processed."
 class Claim:
     """A key claimed by the running request, with the transaction that holds its work."""
 
-    def __init__(self, record: IdempotencyKey, atomic):
+    def __init__(self, record: Model, atomic):
         self.record = record
         self.atomic = atomic
 
@@ -68,7 +74,7 @@ def idempotency_begin(request) -> Claim | None:
         )
     request_hash = _request_hash(request)
     for _ in range(2):
-        existing = IdempotencyKey.objects.filter(user=request.user, key=key).first()
+        existing = key_model().objects.filter(user=request.user, key=key).first()
         if existing is not None:
             if existing.created_at <= timezone.now() - LIFETIME or existing.status_code is None:
                 # Expired; or claimed without an answer, which only a server of the version
@@ -81,7 +87,7 @@ def idempotency_begin(request) -> Claim | None:
         try:
             with transaction.atomic():
                 _lock_timeout("'200ms'")
-                record = IdempotencyKey.objects.create(
+                record = key_model().objects.create(
                     user=request.user, key=key, request_hash=request_hash
                 )
                 _lock_timeout("DEFAULT")  # the request's own work waits as it always did
@@ -100,7 +106,7 @@ def idempotency_begin(request) -> Claim | None:
     raise Conflict(STILL_RUNNING)
 
 
-def _answer_of(existing: IdempotencyKey, request_hash: str):
+def _answer_of(existing: Model, request_hash: str):
     if existing.request_hash != request_hash:
         raise ValidationFailed(
             f"This {HEADER} was used with a different request.",

@@ -19,8 +19,8 @@ and is not counted. Counting is atomic in Redis or in the database (``collab.api
 
 The middleware runs before routing, so every answer under ``/v1/`` carries the headers, 404s
 of unknown routes, 413s and 415s included. It authenticates the request itself to know whom
-to count; ``BearerAuthentication`` keeps that result on the request, so the view does not
-authenticate twice.
+to count, with DRF's configured authenticators (``accounts.authentication.BearerAuthentication``
+keeps its result on the request, so the view does not authenticate twice).
 """
 
 import ipaddress
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from rest_framework import exceptions
+from rest_framework.settings import api_settings
 
 from . import counters
-from .authentication import BearerAuthentication
 from .middleware import API_PREFIX, json_error
 
 logger = logging.getLogger("collab.ratelimit")
@@ -130,12 +130,15 @@ def request_identity(request) -> Identity:
     if push is not None:
         return Identity(counter=f"push:{push.group(1)}", limit=settings.RATE_LIMIT_PUSH)
     if request.META.get("HTTP_AUTHORIZATION"):
-        try:
-            authenticated = BearerAuthentication().authenticate(request)
-        except exceptions.AuthenticationFailed:
-            authenticated = None
-        if authenticated is not None:
-            return account_identity(authenticated[0])
+        # DRF's configured authenticators (REST_FRAMEWORK's DEFAULT_AUTHENTICATION_CLASSES):
+        # the one in use keeps its result on the request, so the view does not redo it.
+        for authenticator in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+            try:
+                authenticated = authenticator().authenticate(request)
+            except exceptions.AuthenticationFailed:
+                break
+            if authenticated is not None:
+                return account_identity(authenticated[0])
     return address_identity(request)
 
 

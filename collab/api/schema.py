@@ -7,6 +7,7 @@ an accepted invitation's 409) with ``@extend_schema(responses={409: OpenApiRespo
 description=...)})``; the error body is filled in here.
 """
 
+from django.conf import settings
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
@@ -186,7 +187,8 @@ def _error_response(code: str, description: str | None = None) -> dict:
 
 
 class BearerScheme(OpenApiAuthenticationExtension):
-    target_class = "collab.api.authentication.BearerAuthentication"
+    # The authentication class is the accounts app's; the plumbing knows it by the setting.
+    target_class = settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"][0]
     name = "bearer"
 
     def get_security_definition(self, auto_schema):

@@ -1,20 +1,16 @@
-"""Base viewsets every app builds on.
+"""The base viewset every app builds on.
 
 ``ApiViewSet`` decides, per action, the scope a credential needs and the workspace ability
 the caller needs, and gives the helpers that shape responses (201 with ``Location``, the
-contract's delete body, pages). ``ProjectScopedViewSet`` resolves the project named in the
-URL once, through the one visibility selector: a project the caller may not see is a 404,
-whatever the route.
+contract's delete body, pages). The tenancy on top of it (a project resolved once, the role
+gate) is the projects app's: ``projects.viewsets``.
 """
 
 from django.http import Http404
 from rest_framework import viewsets
 from rest_framework.response import Response
 
-from projects import selectors as project_selectors
-from projects.models import Project
-
-from .exceptions import Conflict, ValidationFailed, flatten_validation_errors
+from .exceptions import ValidationFailed, flatten_validation_errors
 from .filters import is_id
 from .idempotency import (
     IdempotentReplay,
@@ -22,7 +18,7 @@ from .idempotency import (
     idempotency_begin,
     idempotency_finish,
 )
-from .permissions import READ, default_ability, default_level, require_ability
+from .permissions import default_ability, default_level
 from .renderers import Envelope
 from .validation import json_type_errors
 
@@ -101,14 +97,6 @@ class ApiViewSet(viewsets.GenericViewSet):
             raise ValidationFailed(details=details)
         return serializer.validated_data
 
-    def check_project_ability(self, project: Project, ability: str) -> None:
-        require_ability(self.request.user, project.workspace_id, ability)
-        if ability != READ and project.is_archived:
-            raise Conflict(
-                "This project is archived and read-only.",
-                details={"project_status": project.status},
-            )
-
     def ok(self, data) -> Response:
         return Response(data)
 
@@ -124,32 +112,3 @@ class ApiViewSet(viewsets.GenericViewSet):
             page, many=True, context={"request": self.request, "view": self, **context}
         )
         return self.get_paginated_response(serializer.data)
-
-
-class ProjectScopedViewSet(ApiViewSet):
-    """A viewset whose routes live under one project (``project_lookup_kwarg`` in the URL)."""
-
-    project_lookup_kwarg = "project_id"
-    # Whether the resolved project carries ``team_count`` (for views that show the project).
-    project_with_team_count = False
-    # Or a ``projects.selectors.ProjectLookup`` of the view's own, to read values the view
-    # needs on every request in the project's own query.
-    project_lookup: project_selectors.ProjectLookup | None = None
-
-    def get_project(self, *, ability: str | None = None) -> Project:
-        cached = getattr(self, "_project", None)
-        if cached is None:
-            raw = self.kwargs.get(self.project_lookup_kwarg)
-            if self.project_lookup is not None:
-                cached = self.project_lookup.get(user=self.request.user, project_id=raw)
-            else:
-                cached = project_selectors.project_get(
-                    user=self.request.user,
-                    project_id=raw,
-                    with_team_count=self.project_with_team_count,
-                )
-            if cached is None:
-                raise Http404
-            self._project = cached
-        self.check_project_ability(cached, ability or self.required_ability())
-        return cached

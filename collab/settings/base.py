@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "corsheaders",
     "events",
+    "idempotency",
+    "ratelimits",
     "accounts",
     "projects",
     "issues",
@@ -186,6 +188,9 @@ LOGIN_SLOWDOWN_AFTER = env.int("LOGIN_SLOWDOWN_AFTER", default=3)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60)
 
 AUTH_USER_MODEL = "accounts.User"
+# The API plumbing (collab/api) names no app: the models it keeps its state in are given here.
+IDEMPOTENCY_KEY_MODEL = "idempotency.IdempotencyKey"
+RATE_LIMIT_COUNTER_MODEL = "ratelimits.RateLimitCounter"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -205,7 +210,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["collab.api.authentication.BearerAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [
         "collab.api.permissions.IsAuthenticated",
         "collab.api.permissions.HasScope",
@@ -364,10 +369,11 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                         second run sends the email again (at least once)
 # events.tasks.
 #   events_purge               default    it deletes by age; the purge mark only moves up
+# ratelimits.tasks.
+#   rate_limit_counters_purge  default    it deletes by age
 # accounts.tasks.
 #   invitation_send_email      email      it skips an invitation no longer pending; otherwise
 #                                         a second run sends the email again (at least once)
-#   rate_limit_counters_purge  default    it deletes by age
 #   denied_tokens_purge        default    it deletes rows whose tokens have expired
 # analytics.tasks.
 #   analytics_rollup_all       analytics  it only queues the one below, per project
@@ -390,7 +396,7 @@ CELERY_TASK_ROUTES = {
     "notifications.tasks.webhook_disabled_notify": {"queue": "email"},
     "events.tasks.events_purge": {"queue": "default"},
     "accounts.tasks.invitation_send_email": {"queue": "email"},
-    "accounts.tasks.rate_limit_counters_purge": {"queue": "default"},
+    "ratelimits.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
     "analytics.tasks.analytics_rollup_all": {"queue": "analytics"},
     "analytics.tasks.analytics_rollup_project": {"queue": "analytics"},
@@ -465,7 +471,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
     "events-purge": {"task": "events.tasks.events_purge", "schedule": 24 * 3600.0},
     "rate-limit-counters-purge": {
-        "task": "accounts.tasks.rate_limit_counters_purge",
+        "task": "ratelimits.tasks.rate_limit_counters_purge",
         "schedule": 3600.0,
     },
     "denied-tokens-purge": {"task": "accounts.tasks.denied_tokens_purge", "schedule": 3600.0},

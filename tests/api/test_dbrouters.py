@@ -7,8 +7,11 @@ from accounts.models import ApiKey
 from collab import dbrouters
 from collab.dbrouters import PrimaryReplicaRouter, ReplicaPinMiddleware
 from events.models import Event
+from idempotency.models import IdempotencyKey
 from issues.models import Issue
+from notifications.models import Delivery
 from projects.models import Project
+from ratelimits.models import RateLimitCounter
 
 
 @pytest.fixture
@@ -37,7 +40,8 @@ def test_reads_inside_a_transaction_use_the_primary(in_request):
 def test_who_may_do_what_and_the_event_log_are_read_from_the_primary(in_request):
     chooser = PrimaryReplicaRouter()
     assert chooser.db_for_read(ApiKey) == "default"
-    assert chooser.db_for_read(Event) == "default"
+    for model in (Event, Delivery, IdempotencyKey, RateLimitCounter):
+        assert chooser.db_for_read(model) == "default", model
 
 
 def test_outside_requests_everything_reads_the_primary():

@@ -3,7 +3,7 @@ import threading
 import pytest
 from django.db import connection
 
-from accounts.models import IdempotencyKey
+from idempotency.models import IdempotencyKey
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 

@@ -15,8 +15,8 @@ import pytest
 from django.apps import apps
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from accounts.models import RateLimitCounter
 from projects.models import ProjectMember
+from ratelimits.models import RateLimitCounter
 from tests.conftest import client_for
 
 METHODS = ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")

@@ -10,8 +10,8 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.authentication import api_key_with_user
 from accounts.models import ApiKey, Membership
-from collab.api.authentication import api_key_with_user
 from collab.api.prepared import PreparedQuery
 from projects.models import Project, ProjectMember
 from tests.factories import ProjectFactory, make_api_key

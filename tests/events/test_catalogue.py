@@ -3,12 +3,16 @@
 import re
 from pathlib import Path
 
+from django.apps import apps as django_apps
 from django.conf import settings
 
 from events.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
 
 ROOT = Path(settings.BASE_DIR)
-APPS = ("events", "accounts", "projects", "issues", "gitintegration", "notifications", "analytics")
+# The project's own apps: those installed from this repository (a new app is in it at once).
+APPS = tuple(
+    config.name for config in django_apps.get_app_configs() if Path(config.path).parent == ROOT
+)
 FAMILIES = "|".join(sorted({kind.split(".")[0] for kind in EVENT_KINDS}))
 KIND = re.compile(rf"""["']((?:{FAMILIES})\.[a-z_]+)["']""")
 

@@ -10,10 +10,10 @@ from django.db.models import Count
 
 from accounts.models import Role, User
 from collab.api.scopes import ALL_SCOPES, expand
-from collab.urls import router
 from events.models import Event
 from issues import selectors, services
 from issues.models import Issue, IssueHistory, IssueStatusCount, Label
+from issues.urls import router
 from issues.views import IssueViewSet, LabelViewSet, ProjectIssueViewSet, ProjectLabelViewSet
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for

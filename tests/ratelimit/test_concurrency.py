@@ -25,8 +25,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from accounts.models import Membership, RateLimitCounter, Role
+from accounts.models import Membership, Role
 from collab.api.scopes import ALL_SCOPES
+from ratelimits.models import RateLimitCounter
 from tests.factories import UserFactory, WorkspaceFactory, make_api_key
 
 pytestmark = pytest.mark.slow

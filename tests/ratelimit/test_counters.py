@@ -4,9 +4,9 @@ import threading
 
 import pytest
 
-from accounts.models import RateLimitCounter
 from collab.api import counters
 from collab.api.counters import Window
+from ratelimits.models import RateLimitCounter
 
 
 def test_hits_count_up_to_the_limit_and_no_further(backend, clock):

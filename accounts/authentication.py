@@ -10,12 +10,12 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
-from accounts import keys
-from accounts.models import ApiKey, User
-from accounts.token_denylist import access_token_user
+from collab.api.prepared import PreparedQuery
+from collab.api.scopes import ALL_GRANTED, expand
 
-from .prepared import PreparedQuery
-from .scopes import ALL_GRANTED, expand
+from . import keys
+from .models import ApiKey, User
+from .token_denylist import access_token_user
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 _NOT_YET = object()

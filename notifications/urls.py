@@ -1,0 +1,12 @@
+from collab.api.routers import ID_PATTERN, ApiRouter
+
+from .views import EventViewSet, ProjectWebhookViewSet, WebhookViewSet
+
+router = ApiRouter()
+router.register(
+    rf"projects/(?P<project_id>{ID_PATTERN})/webhooks", ProjectWebhookViewSet, "project-webhook"
+)
+router.register("webhooks", WebhookViewSet, basename="webhook")
+router.register("events", EventViewSet, basename="event")
+
+urlpatterns = router.urls
