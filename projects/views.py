@@ -161,7 +161,6 @@ class ProjectViewSet(ProjectScopedViewSet):
 # because an invitation names projects the inviter must be able to see. (No docstring: the
 # schema would show it as every operation's description.)
 class WorkspaceViewSet(ApiViewSet):
-
     scope_group = "projects"
     serializer_class = WorkspaceSerializer
     queryset = Workspace.objects.none()  # for the schema; reads go through the selectors
