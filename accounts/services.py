@@ -30,6 +30,7 @@ from events.services import event_record
 
 from . import keys, login_protection, signals, token_denylist
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
+from .records import invitation_record
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -402,7 +403,7 @@ def invitation_create(
             type="invitation.created",
             workspace_id=workspace.pk,
             actor=inviter,
-            data={"invitation": invitation_payload(invitation)},
+            data={"invitation": invitation_record(invitation)},
         )
         # robust: a broker hiccup after commit is logged, not turned into a failed request.
         transaction.on_commit(
@@ -410,12 +411,6 @@ def invitation_create(
             robust=True,
         )
     return invitation, token
-
-
-def invitation_payload(invitation: Invitation) -> dict:
-    from .serializers import InvitationSerializer
-
-    return dict(InvitationSerializer(invitation).data)
 
 
 @transaction.atomic
@@ -432,7 +427,7 @@ def invitation_revoke(*, invitation: Invitation, actor: User) -> Invitation:
         type="invitation.revoked",
         workspace_id=invitation.workspace_id,
         actor=actor,
-        data={"invitation": invitation_payload(invitation)},
+        data={"invitation": invitation_record(invitation)},
     )
     return invitation
 
@@ -476,6 +471,6 @@ def invitation_accept(*, token: str, name: str, password: str) -> User:
             type="invitation.accepted",
             workspace_id=invitation.workspace_id,
             actor=user,
-            data={"invitation": invitation_payload(invitation)},
+            data={"invitation": invitation_record(invitation)},
         )
     return user

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from collab.api.renderers import dumps
-from issues.selectors import ISSUE_FIELDS, iso_z, issue_attach_labels
+from collab.api.renderers import dumps, iso_z
+from issues.records import ISSUE_FIELDS, issue_attach_labels
 
 CSV_COLUMNS = (*ISSUE_FIELDS, "labels")
 # A cell starting with one of these is a formula to a spreadsheet (CSV injection).

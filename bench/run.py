@@ -210,7 +210,7 @@ def writes_project() -> dict:
         Issue.objects.filter(project=project).order_by("number").values_list("id", flat=True)[:50]
     )
     for n in range(len(issue_ids), 50):
-        issue_ids.append(issue_create(project=project, actor=owner, data={"title": f"W{n}"}).pk)
+        issue_ids.append(issue_create(project=project, actor=owner, title=f"W{n}").pk)
     return {"id": project.pk, "issue_ids": issue_ids}
 
 
@@ -477,7 +477,7 @@ def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
         before = len(receiver.arrivals)
         burst_started = time.perf_counter()
         for n in range(args.burst):
-            issue_create(project=project, actor=owner, data={"title": f"Burst {n}"})
+            issue_create(project=project, actor=owner, title=f"Burst {n}")
         wait_for(lambda: len(receiver.arrivals) >= before + args.burst or None, 120)
         burst_seconds = max(receiver.arrivals.values()) - burst_started
     finally:
@@ -530,7 +530,7 @@ def measure_stream(args, environment: dict, token: str) -> dict:
         latencies: list[float] = []
         for n in range(args.events):
             written = time.perf_counter()
-            issue_create(project=project, actor=owner, data={"title": f"Stream {n}"})
+            issue_create(project=project, actor=owner, title=f"Stream {n}")
             event_id = latest_event_id(project.pk)
             deadline = time.monotonic() + 30
             while len(received.get(event_id, [])) < len(streams) and time.monotonic() < deadline:

@@ -243,7 +243,7 @@ def measure_stream(args, env, project, user, credential) -> dict:
         open_seconds = time.perf_counter() - opened
         latencies: list[float] = []
         for n in range(args.events):
-            issue_create(project=project, actor=user, data={"title": f"Stream bench {n}"})
+            issue_create(project=project, actor=user, title=f"Stream bench {n}")
             committed = time.perf_counter()
             event_id = (
                 Event.objects.filter(type="issue.created")
@@ -305,11 +305,9 @@ def measure_webhooks(args, env, project, user) -> dict:
     webhook, _secret = notification_services.webhook_create(
         project=project,
         actor=user,
-        data={
-            "url": f"http://127.0.0.1:{receiver.server_address[1]}/hook",
-            "events": ["issue.created"],
-            "secret": "bench-secret",
-        },
+        url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
+        events=["issue.created"],
+        secret="bench-secret",
     )
     worker_env = {**env, "DATABASE_POOL": "1"}
     command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--pool", "solo"]
@@ -319,7 +317,7 @@ def measure_webhooks(args, env, project, user) -> dict:
         time.sleep(4)  # the worker connects and starts consuming
         latencies = []
         for n in range(args.events):
-            issue = issue_create(project=project, actor=user, data={"title": f"Hook bench {n}"})
+            issue = issue_create(project=project, actor=user, title=f"Hook bench {n}")
             committed = time.perf_counter()
             delivery = None
             deadline = time.monotonic() + 30
@@ -338,7 +336,7 @@ def measure_webhooks(args, env, project, user) -> dict:
         before = len(arrived)
         started = time.perf_counter()
         for n in range(burst):
-            issue_create(project=project, actor=user, data={"title": f"Burst {n}"})
+            issue_create(project=project, actor=user, title=f"Burst {n}")
         deadline = time.monotonic() + 120
         while len(arrived) < before + burst and time.monotonic() < deadline:
             time.sleep(0.01)

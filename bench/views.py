@@ -11,7 +11,7 @@ from collections import defaultdict
 from django.http import JsonResponse
 
 from issues.models import Issue
-from issues.selectors import ISSUE_FIELDS
+from issues.records import ISSUE_FIELDS
 
 
 def bare_issue_list(request, project_id: int):

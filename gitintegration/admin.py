@@ -195,4 +195,4 @@ class PullRequestAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         data = {name: form.cleaned_data[name] for name in ("title", "description", "state")}
         original = PullRequest.objects.get(pk=obj.pk)
-        adopt(obj, services.pull_request_update(pull=original, actor=request.user, data=data))
+        adopt(obj, services.pull_request_update(pull=original, actor=request.user, **data))

@@ -5,90 +5,14 @@ Everything is reached through the projects the user may see (one visibility rule
 """
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import QuerySet
 
-from collab.api.renderers import iso_z
 from projects.selectors import project_visibility_q
 
 from . import git
 from .mirrors import mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, Repository, Review
-
-
-def clone_url_display(url: str) -> str:
-    """The clone URL without the password or token it may carry (``https://user:***@host``)."""
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def repository_record(repository: Repository) -> dict:
-    return {
-        "id": repository.pk,
-        "project_id": repository.project_id,
-        "name": repository.name,
-        "clone_url": clone_url_display(repository.clone_url),
-        "default_branch": repository.default_branch,
-        "sync_status": repository.sync_status,
-        "sync_error": repository.sync_error,
-        "last_synced_at": iso_z(repository.last_synced_at),
-        "created_at": iso_z(repository.created_at),
-        "updated_at": iso_z(repository.updated_at),
-    }
-
-
-def pull_request_record(pull: PullRequest) -> dict:
-    return {
-        "id": pull.pk,
-        "repository_id": pull.repository_id,
-        "number": pull.number,
-        "title": pull.title,
-        "description": pull.description,
-        "head": pull.head,
-        "base": pull.base,
-        "state": pull.state,
-        "author_id": pull.author_id,
-        "head_sha": pull.head_sha,
-        "base_sha": pull.base_sha,
-        "merge_commit_sha": pull.merge_commit_sha,
-        "merge_method": pull.merge_method,
-        "merged_by_id": pull.merged_by_id,
-        "created_at": iso_z(pull.created_at),
-        "updated_at": iso_z(pull.updated_at),
-        "merged_at": iso_z(pull.merged_at),
-        "closed_at": iso_z(pull.closed_at),
-    }
-
-
-def review_record(review: Review) -> dict:
-    return {
-        "id": review.pk,
-        "pull_request_id": review.pull_request_id,
-        "author_id": review.author_id,
-        "state": review.state,
-        "body": review.body,
-        "created_at": iso_z(review.created_at),
-    }
-
-
-def commit_record(commit: Commit) -> dict:
-    return {
-        "sha": commit.sha,
-        "repository_id": commit.repository_id,
-        "author_name": commit.author_name,
-        "author_email": commit.author_email,
-        "message": commit.message,
-        "authored_at": iso_z(commit.authored_at),
-        "committed_at": iso_z(commit.committed_at),
-    }
-
-
-def branch_record(branch: Branch) -> dict:
-    return {"name": branch.name, "commit_sha": branch.commit_sha, "is_default": branch.is_default}
 
 
 def repository_list(*, project) -> QuerySet:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from accounts.models import User
 from collab.api.exceptions import Conflict, NotFound, ValidationFailed
 from collab.sequences import sequence_next
+from collab.unset import UNSET, Maybe, given
 from events.services import changes_diff, event_record, model_update
 from issues.models import Issue
 from issues.models import Status as IssueStatus
@@ -33,7 +34,7 @@ from projects.models import Project
 from . import git
 from .mirrors import clone_url_check, mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, PullRequestSequence, Repository, Review
-from .selectors import (
+from .records import (
     clone_url_display,
     pull_request_record,
     repository_record,
@@ -304,9 +305,16 @@ def _open_pair_taken(repository: Repository, head: str, base: str, *, exclude: i
     return queryset.values_list("number", flat=True).first()
 
 
-def pull_request_create(*, repository: Repository, actor: User | None, data: dict) -> PullRequest:
+def pull_request_create(
+    *,
+    repository: Repository,
+    actor: User | None,
+    title: str,
+    head: str,
+    base: str,
+    description: str | None = "",
+) -> PullRequest:
     """Open a pull request of ``head`` into ``base``, both branches of the last sync."""
-    head, base = data["head"], data["base"]
     tips = dict(Branch.objects.filter(repository=repository).values_list("name", "commit_sha"))
     errors: dict[str, list[str]] = {}
     if head not in tips:
@@ -340,8 +348,8 @@ def pull_request_create(*, repository: Repository, actor: User | None, data: dic
                 number=sequence_next(
                     PullRequestSequence, parent_field="repository", parent_id=repository.pk
                 ),
-                title=data["title"],
-                description=data.get("description") or "",
+                title=title,
+                description=description or "",
                 head=head,
                 base=base,
                 author=actor,
@@ -375,8 +383,16 @@ def _snapshot(pull: PullRequest) -> dict:
     return {"title": pull.title, "description": pull.description, "state": pull.state}
 
 
-def pull_request_update(*, pull: PullRequest, actor: User | None, data: dict) -> PullRequest:
+def pull_request_update(
+    *,
+    pull: PullRequest,
+    actor: User | None,
+    title: Maybe[str] = UNSET,
+    description: Maybe[str | None] = UNSET,
+    state: Maybe[str] = UNSET,
+) -> PullRequest:
     """Title, description, and ``state`` closed (close) or open (reopen). No change, no event."""
+    texts = given(title=title, description=description)
     with transaction.atomic():
         pull = _pull_lock(pull.pk)
         repository = pull.repository
@@ -394,14 +410,12 @@ def pull_request_update(*, pull: PullRequest, actor: User | None, data: dict) ->
             actor=actor,
             stamp="updated_at",
         ):
-            state = data.get("state", pull.state)
-            if state != pull.state:
+            if state is not UNSET and state != pull.state:
                 _pull_state_check(pull, state)
                 pull.closed_at = None if state == PullRequest.State.OPEN else timezone.now()
                 pull.state = state
-            for name in ("title", "description"):
-                if name in data:
-                    setattr(pull, name, data[name] or "")
+            for name, value in texts.items():
+                setattr(pull, name, value or "")
     return pull
 
 
@@ -421,11 +435,13 @@ def _pull_state_check(pull: PullRequest, state: str) -> None:
             )
 
 
-def review_create(*, pull: PullRequest, actor: User | None, data: dict) -> Review:
+def review_create(
+    *, pull: PullRequest, actor: User | None, state: str, body: str | None = ""
+) -> Review:
     with transaction.atomic():
         pull = _pull_lock(pull.pk)
         review = Review.objects.create(
-            pull_request=pull, author=actor, state=data["state"], body=data.get("body") or ""
+            pull_request=pull, author=actor, state=state, body=body or ""
         )
         _event(pull, "pull_request.reviewed", actor=actor, review=review_record(review))
     return review
@@ -573,6 +589,6 @@ def _issues_close(pull: PullRequest, *, actor: User | None, texts: list[str]) ->
         issue_update(
             issue=issue,
             actor=actor,
-            data={"status": IssueStatus.CLOSED},
+            status=IssueStatus.CLOSED,
             source=f"pull_request #{pull.number}",
         )

@@ -10,7 +10,7 @@ from collab.api.permissions import MANAGE, READ, WRITE
 from collab.api.viewsets import ApiViewSet
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
-from . import selectors, services
+from . import records, selectors, services
 from .filters import PullRequestFilter
 from .models import PullRequest, Repository
 from .serializers import (
@@ -69,7 +69,7 @@ class ProjectRepositoryViewSet(ProjectScopedViewSet):
         project = self.get_project()
         repositories = selectors.repository_list(project=project)
         page = self.paginate_queryset(repositories)
-        return self.get_paginated_response([selectors.repository_record(r) for r in page])
+        return self.get_paginated_response([records.repository_record(r) for r in page])
 
     @extend_schema(request=RepositoryInputSerializer, responses={201: RepositoryCreatedSerializer})
     def create(self, request, project_id=None):
@@ -80,7 +80,7 @@ class ProjectRepositoryViewSet(ProjectScopedViewSet):
         repository = services.repository_create(
             project=project, actor=request.user, name=data["name"], clone_url=data["clone_url"]
         )
-        record = selectors.repository_record(repository)
+        record = records.repository_record(repository)
         record["webhook_secret"] = repository.webhook_secret
         record["push_url"] = request.build_absolute_uri(push_path(repository))
         return self.created(record, f"/v1/repositories/{repository.pk}")
@@ -94,7 +94,7 @@ class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
 
     @extend_schema(responses={200: RepositorySerializer})
     def retrieve(self, request, pk=None):
-        return self.ok(selectors.repository_record(self.get_repository()))
+        return self.ok(records.repository_record(self.get_repository()))
 
     @extend_schema(responses={200: None})
     def destroy(self, request, pk=None):
@@ -109,7 +109,7 @@ class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
         repository = self.get_repository(ability=WRITE)
         services.repository_sync_request(repository=repository)
         repository.refresh_from_db()
-        return Response(selectors.repository_record(repository), status=202)
+        return Response(records.repository_record(repository), status=202)
 
     @extend_schema(responses={200: BranchSerializer(many=True)})
     @action(detail=True, methods=["get"])
@@ -117,7 +117,7 @@ class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
         """The branches as of the last sync, the default one first."""
         repository = self.get_repository(ability=READ)
         page = self.paginate_queryset(selectors.branch_list(repository=repository))
-        return self.get_paginated_response([selectors.branch_record(b) for b in page])
+        return self.get_paginated_response([records.branch_record(b) for b in page])
 
     @extend_schema(
         parameters=[
@@ -148,7 +148,7 @@ class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
                 raise ValidationFailed.field("branch", f"The repository has no branch '{name}'.")
             commits = selectors.BranchHistory(repository, branch.commit_sha)
         page = self.paginate_queryset(commits)
-        return self.get_paginated_response([selectors.commit_record(c) for c in page])
+        return self.get_paginated_response([records.commit_record(c) for c in page])
 
 
 class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
@@ -164,7 +164,7 @@ class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
         repository = self.get_repository()
         pulls = self.filter_queryset(selectors.pull_request_list(repository=repository))
         page = self.paginate_queryset(pulls)
-        return self.get_paginated_response([selectors.pull_request_record(p) for p in page])
+        return self.get_paginated_response([records.pull_request_record(p) for p in page])
 
     @extend_schema(
         request=PullRequestInputSerializer, responses={201: PullRequestSerializer, 409: CONFLICT}
@@ -174,8 +174,8 @@ class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
         other open pull request for the same pair."""
         repository = self.get_repository()
         data = self.validated(PullRequestInputSerializer)
-        pull = services.pull_request_create(repository=repository, actor=request.user, data=data)
-        return self.created(selectors.pull_request_record(pull), f"/v1/pulls/{pull.pk}")
+        pull = services.pull_request_create(repository=repository, actor=request.user, **data)
+        return self.created(records.pull_request_record(pull), f"/v1/pulls/{pull.pk}")
 
 
 class PullRequestMixin:
@@ -195,7 +195,7 @@ class PullRequestViewSet(PullRequestMixin, ProjectAccessViewSet):
 
     @extend_schema(responses={200: PullRequestSerializer})
     def retrieve(self, request, pk=None):
-        return self.ok(selectors.pull_request_record(self.get_pull(pk)))
+        return self.ok(records.pull_request_record(self.get_pull(pk)))
 
     @extend_schema(
         request=PullRequestUpdateSerializer,
@@ -205,8 +205,8 @@ class PullRequestViewSet(PullRequestMixin, ProjectAccessViewSet):
         """Change the title or description; `state` closed closes, open reopens."""
         pull = self.get_pull(pk)
         data = self.validated(PullRequestUpdateSerializer, partial=True)
-        pull = services.pull_request_update(pull=pull, actor=request.user, data=data)
-        return self.ok(selectors.pull_request_record(pull))
+        pull = services.pull_request_update(pull=pull, actor=request.user, **data)
+        return self.ok(records.pull_request_record(pull))
 
     @extend_schema(
         request=MergeInputSerializer, responses={200: PullRequestSerializer, 409: CONFLICT}
@@ -218,7 +218,7 @@ class PullRequestViewSet(PullRequestMixin, ProjectAccessViewSet):
         pull = self.get_pull(pk, ability=WRITE)
         data = self.validated(MergeInputSerializer)
         pull = services.pull_request_merge(pull=pull, actor=request.user, method=data["method"])
-        return self.ok(selectors.pull_request_record(pull))
+        return self.ok(records.pull_request_record(pull))
 
 
 class PullReviewViewSet(PullRequestMixin, ProjectAccessViewSet):
@@ -231,15 +231,15 @@ class PullReviewViewSet(PullRequestMixin, ProjectAccessViewSet):
     def list(self, request, pull_id=None):
         pull = self.get_pull(pull_id)
         page = self.paginate_queryset(selectors.review_list(pull=pull))
-        return self.get_paginated_response([selectors.review_record(r) for r in page])
+        return self.get_paginated_response([records.review_record(r) for r in page])
 
     @extend_schema(request=ReviewInputSerializer, responses={201: ReviewSerializer})
     def create(self, request, pull_id=None):
         """Review: `approved`, `changes_requested` or `commented`, with a body."""
         pull = self.get_pull(pull_id)
         data = self.validated(ReviewInputSerializer)
-        review = services.review_create(pull=pull, actor=request.user, data=data)
-        return self.created(selectors.review_record(review), f"/v1/pulls/{pull.pk}/reviews")
+        review = services.review_create(pull=pull, actor=request.user, **data)
+        return self.created(records.review_record(review), f"/v1/pulls/{pull.pk}/reviews")
 
 
 class RepositoryPushViewSet(ApiViewSet):

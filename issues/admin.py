@@ -192,14 +192,14 @@ class IssueAdmin(admin.ModelAdmin):
             data = form.service_data(form.changed_data)
             if data:
                 issue, _record = services.issue_update(
-                    issue=obj, actor=request.user, data=data, source="admin"
+                    issue=obj, actor=request.user, source="admin", **data
                 )
                 adopt(obj, issue)
             return
         issue = services.issue_create(
             project=form.cleaned_data["project"],
             actor=request.user,
-            data=form.service_data(IssueForm.Meta.fields),
+            **form.service_data(IssueForm.Meta.fields),
         )
         adopt(obj, issue)
 
@@ -283,11 +283,11 @@ class LabelAdmin(admin.ModelAdmin):
                 # label_update compares with the label it is given: the stored one, not the
                 # form's instance, which already carries the new values.
                 stored = Label.objects.select_related("project").get(pk=obj.pk)
-                adopt(obj, services.label_update(label=stored, actor=request.user, data=data))
+                adopt(obj, services.label_update(label=stored, actor=request.user, **data))
             return
         data = {name: form.cleaned_data[name] for name in ("name", "color", "description")}
         label = services.label_create(
-            project=form.cleaned_data["project"], actor=request.user, data=data
+            project=form.cleaned_data["project"], actor=request.user, **data
         )
         adopt(obj, label)
 

@@ -29,10 +29,10 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from collab.api.renderers import iso_z
 from projects.models import Project
 
 from .models import PRIORITY_RANK, Issue, IssueHistory, IssueSequence, Label, Status
-from .selectors import iso_z
 from .services import issue_counts_rebuild
 
 DEFAULT_BATCH_SIZE = 10_000

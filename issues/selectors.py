@@ -4,32 +4,12 @@ Lists go through ``.values()`` and one batched label query per page: a page of 5
 costs the same three queries as a page of 5, and no model instances are built for output.
 """
 
-from collections import defaultdict
-from datetime import datetime
-
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from collab.api.renderers import iso_z
 from projects.models import Project
 from projects.selectors import project_visibility_q
 
 from .models import Issue, IssueHistory, IssueStatusCount, Label, Status
-
-ISSUE_FIELDS = (
-    "id",
-    "project_id",
-    "number",
-    "title",
-    "description",
-    "type",
-    "priority",
-    "status",
-    "assignee_id",
-    "reporter_id",
-    "created_at",
-    "updated_at",
-    "closed_at",
-)
 
 
 def visible_projects(*, user) -> QuerySet:
@@ -53,43 +33,6 @@ def issue_list(*, user, project: Project | None = None) -> QuerySet:
 
 def issue_get(*, user, issue_id) -> Issue | None:
     return issue_list(user=user).select_related("project").filter(pk=issue_id).first()
-
-
-def issue_rows(queryset) -> list[dict]:
-    """The records of a (sliced) queryset, as the API shows them."""
-    rows = list(queryset.values(*ISSUE_FIELDS))
-    return issue_attach_labels(rows)
-
-
-def issue_attach_labels(rows: list[dict]) -> list[dict]:
-    names: dict[int, list[str]] = defaultdict(list)
-    if rows:
-        pairs = (
-            Issue.labels.through.objects.filter(issue_id__in=[row["id"] for row in rows])
-            .order_by("label__name")
-            .values_list("issue_id", "label__name")
-        )
-        for issue_id, name in pairs:
-            names[issue_id].append(name)
-    for row in rows:
-        row["labels"] = names[row["id"]]
-    return rows
-
-
-def issue_record(issue: Issue) -> dict:
-    """One issue as plain JSON values: for responses, history and event payloads alike."""
-    return issue_records(Issue.objects.filter(pk=issue.pk))[0]
-
-
-def issue_records(queryset) -> list[dict]:
-    """``issue_record`` of every issue of a (sliced) queryset, in two queries."""
-    return [
-        {
-            name: iso_z(value) if isinstance(value, datetime) else value
-            for name, value in row.items()
-        }
-        for row in issue_rows(queryset)
-    ]
 
 
 def issue_count(*, project_ids: QuerySet | list[int], statuses: list[str] | None) -> int:

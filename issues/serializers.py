@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from collab.api.fields import EmptyAsNullCharField
+
 from .models import IssueType, Label, Priority, Status
 
 LABEL_NAME_MAX = 50
@@ -50,7 +52,9 @@ class IssueHistorySerializer(serializers.Serializer):
     old_value = serializers.JSONField(allow_null=True)
     new_value = serializers.JSONField(allow_null=True)
     actor_id = serializers.IntegerField(allow_null=True)
-    source = serializers.CharField(allow_blank=True)
+    source = EmptyAsNullCharField(
+        help_text="What made the change when not the API: admin, a pull request."
+    )
     created_at = serializers.DateTimeField()
 
 

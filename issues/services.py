@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import User
 from collab.api.exceptions import NotFound, ValidationFailed
 from collab.sequences import sequence_next
+from collab.unset import UNSET, Maybe, given
 from events.services import changes_diff, event_record, model_update
 from projects.models import Project
 
@@ -27,7 +28,8 @@ from .models import (
     Label,
     Status,
 )
-from .selectors import assignee_allowed, issue_record, issue_records
+from .records import issue_record, issue_records, label_record
+from .selectors import assignee_allowed
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
 
@@ -120,19 +122,31 @@ def _apply_status(issue: Issue, status: str, now) -> None:
     issue.status = status
 
 
-def issue_create(*, project: Project, actor: User | None, data: dict) -> Issue:
+def issue_create(
+    *,
+    project: Project,
+    actor: User | None,
+    title: str,
+    description: str | None = "",
+    type: str | None = None,
+    priority: str | None = None,
+    status: str | None = None,
+    assignee_id: int | None = None,
+    labels: list[str] | None = None,
+) -> Issue:
+    """A new issue with the next number of its project; ``None`` takes the default."""
     with transaction.atomic():
-        assignee = _resolve_assignee(project, data.get("assignee_id"))
-        labels = _resolve_labels(project, data.get("labels") or [])
+        assignee = _resolve_assignee(project, assignee_id)
+        label_rows = _resolve_labels(project, labels or [])
         now = timezone.now()
-        status = data.get("status") or Status.OPEN
-        priority = data.get("priority") or Issue._meta.get_field("priority").default
+        status = status or Status.OPEN
+        priority = priority or Issue._meta.get_field("priority").default
         issue = Issue.objects.create(
             project=project,
             number=sequence_next(IssueSequence, parent_field="project", parent_id=project.pk),
-            title=data["title"],
-            description=data.get("description") or "",
-            type=data.get("type") or Issue._meta.get_field("type").default,
+            title=title,
+            description=description or "",
+            type=type or Issue._meta.get_field("type").default,
             priority=priority,
             priority_rank=PRIORITY_RANK[priority],
             status=status,
@@ -142,8 +156,8 @@ def issue_create(*, project: Project, actor: User | None, data: dict) -> Issue:
             updated_at=now,
             closed_at=now if status == Status.CLOSED else None,
         )
-        if labels:
-            issue.labels.set(labels)
+        if label_rows:
+            issue.labels.set(label_rows)
         _adjust_counts(project.pk, {status: 1})
         record = issue_record(issue)
         IssueHistory.objects.create(
@@ -179,9 +193,29 @@ def _issue_lock(issue_id: int) -> Issue:
 
 
 def issue_update(
-    *, issue: Issue, actor: User | None, data: dict, source: str = ""
+    *,
+    issue: Issue,
+    actor: User | None,
+    title: Maybe[str] = UNSET,
+    description: Maybe[str | None] = UNSET,
+    type: Maybe[str | None] = UNSET,
+    priority: Maybe[str] = UNSET,
+    status: Maybe[str] = UNSET,
+    assignee_id: Maybe[int | None] = UNSET,
+    labels: Maybe[list[str] | None] = UNSET,
+    source: str = "",
 ) -> tuple[Issue, dict]:
-    """Apply the given fields; returns the issue and its record. No change, no event."""
+    """Apply the fields given (``None`` clears a text field); returns the issue and its
+    record. No change, no event."""
+    data = given(
+        title=title,
+        description=description,
+        type=type,
+        priority=priority,
+        status=status,
+        assignee_id=assignee_id,
+        labels=labels,
+    )
     with transaction.atomic():
         issue = _issue_lock(issue.pk)
         project = issue.project
@@ -264,30 +298,44 @@ def issue_delete(*, issue: Issue, actor: User | None) -> None:
 # Labels ---------------------------------------------------------------------------------
 
 
-def _label_payload(label: Label) -> dict:
-    from .serializers import LabelSerializer
-
-    return dict(LabelSerializer(label).data)
-
-
-def label_create(*, project: Project, actor: User | None, data: dict) -> Label:
+def label_create(
+    *,
+    project: Project,
+    actor: User | None,
+    name: str,
+    color: str | None = None,
+    description: str = "",
+) -> Label:
     try:
         with transaction.atomic():
-            label = Label.objects.create(project=project, **data)
+            label = Label.objects.create(
+                project=project,
+                name=name,
+                color=color or Label._meta.get_field("color").default,
+                description=description,
+            )
             event_record(
                 type="label.created",
                 workspace_id=project.workspace_id,
                 project_id=project.pk,
                 actor=actor,
-                data={"label": _label_payload(label)},
+                data={"label": label_record(label)},
             )
     except IntegrityError:
         raise ValidationFailed.field("name", "A label with this name exists already.") from None
     return label
 
 
-def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
+def label_update(
+    *,
+    label: Label,
+    actor: User | None,
+    name: Maybe[str] = UNSET,
+    color: Maybe[str] = UNSET,
+    description: Maybe[str] = UNSET,
+) -> Label:
     fields = ("name", "color", "description")
+    data = given(name=name, color=color, description=description)
     renamed = None
     try:
         with transaction.atomic():
@@ -295,7 +343,7 @@ def label_update(*, label: Label, actor: User | None, data: dict) -> Label:
                 label,
                 snapshot=lambda label: {name: getattr(label, name) for name in fields},
                 event_type="label.updated",
-                payload=lambda label: {"label": _label_payload(label)},
+                payload=lambda label: {"label": label_record(label)},
                 workspace_id=label.project.workspace_id,
                 project_id=label.project_id,
                 actor=actor,
@@ -326,7 +374,7 @@ def label_delete(*, label: Label, actor: User | None) -> None:
             workspace_id=label.project.workspace_id,
             project_id=label.project_id,
             actor=actor,
-            data={"label": _label_payload(label)},
+            data={"label": label_record(label)},
         )
         project, name = label.project, label.name
         touched = _label_issues_touch(label)

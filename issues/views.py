@@ -8,7 +8,7 @@ from rest_framework.decorators import action
 from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
-from . import selectors, services
+from . import records, selectors, services
 from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
 from .models import Issue, Label
 from .serializers import (
@@ -29,10 +29,10 @@ class IssueListMixin:
     def list_response(self, queryset, *, kept_count: Callable[[list[str]], int]):
         """``kept_count(statuses)``: the exact total from the counters, for these statuses
         (all of them when empty), used when only counter parameters are given."""
-        queryset = self.filter_queryset(queryset).values(*selectors.ISSUE_FIELDS)
+        queryset = self.filter_queryset(queryset).values(*records.ISSUE_FIELDS)
         self.page_counter = partial(self._count, kept_count=kept_count)
         page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(selectors.issue_attach_labels(page))
+        return self.get_paginated_response(records.issue_attach_labels(page))
 
     def _count(self, queryset, *, kept_count) -> int:
         params = self.request.query_params
@@ -62,8 +62,8 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
     def create(self, request, project_id=None):
         project = self.get_project()
         data = self.validated(IssueInputSerializer)
-        issue = services.issue_create(project=project, actor=request.user, data=data)
-        return self.created(selectors.issue_record(issue), f"/v1/issues/{issue.pk}")
+        issue = services.issue_create(project=project, actor=request.user, **data)
+        return self.created(records.issue_record(issue), f"/v1/issues/{issue.pk}")
 
 
 class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
@@ -93,7 +93,7 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
 
     @extend_schema(responses={200: IssueSerializer})
     def retrieve(self, request, pk=None):
-        return self.ok(selectors.issue_record(self.get_issue(pk)))
+        return self.ok(records.issue_record(self.get_issue(pk)))
 
     @extend_schema(request=IssueInputSerializer, responses={200: IssueSerializer})
     def update(self, request, pk=None):
@@ -106,7 +106,7 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     def _update(self, pk, *, partial: bool):
         issue = self.get_issue(pk)
         data = self.validated(IssueInputSerializer, partial=partial)
-        _issue, record = services.issue_update(issue=issue, actor=self.request.user, data=data)
+        _issue, record = services.issue_update(issue=issue, actor=self.request.user, **data)
         return self.ok(record)
 
     @extend_schema(responses={200: None})
@@ -136,7 +136,7 @@ class ProjectLabelViewSet(ProjectScopedViewSet):
     def create(self, request, project_id=None):
         project = self.get_project()
         data = self.validated(LabelInputSerializer)
-        label = services.label_create(project=project, actor=request.user, data=data)
+        label = services.label_create(project=project, actor=request.user, **data)
         return self.created(LabelSerializer(label).data, f"/v1/labels/{label.pk}")
 
 
@@ -168,7 +168,7 @@ class LabelViewSet(ProjectAccessViewSet):
     def _update(self, pk, *, partial: bool):
         label = self.get_label(pk)
         data = self.validated(LabelInputSerializer, partial=partial)
-        label = services.label_update(label=label, actor=self.request.user, data=data)
+        label = services.label_update(label=label, actor=self.request.user, **data)
         return self.ok(LabelSerializer(label).data)
 
     @extend_schema(responses={200: None})

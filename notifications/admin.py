@@ -46,17 +46,17 @@ class WebhookAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        services.webhook_update(webhook=obj, actor=request.user, data={"active": obj.is_active})
+        services.webhook_update(webhook=obj, actor=request.user, active=obj.is_active)
 
     @admin.action(description="Switch on the selected webhooks")
     def switch_on(self, request, queryset):
         for webhook in queryset:
-            services.webhook_update(webhook=webhook, actor=request.user, data={"active": True})
+            services.webhook_update(webhook=webhook, actor=request.user, active=True)
 
     @admin.action(description="Switch off the selected webhooks")
     def switch_off(self, request, queryset):
         for webhook in queryset:
-            services.webhook_update(webhook=webhook, actor=request.user, data={"active": False})
+            services.webhook_update(webhook=webhook, actor=request.user, active=False)
 
 
 @admin.register(Delivery)

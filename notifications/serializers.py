@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from collab.api.fields import EmptyAsNullCharField
 from collab.api.renderers import iso_z
 
 from .models import Delivery
@@ -15,7 +16,9 @@ class WebhookSerializer(serializers.Serializer):
     events = serializers.ListField(child=serializers.CharField())
     description = serializers.CharField(allow_blank=True)
     active = serializers.BooleanField()
-    disabled_reason = serializers.CharField(allow_blank=True)
+    disabled_reason = serializers.CharField(
+        allow_null=True, help_text="Why it was switched off; null while it is on."
+    )
     failing_since = serializers.DateTimeField(allow_null=True)
     last_delivery_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -48,6 +51,7 @@ class DeliverySerializer(serializers.ModelSerializer):
     event_type = serializers.CharField(source="event.type")
     redelivery_of = serializers.IntegerField(source="redelivery_of_id", allow_null=True)
     next_attempt_at = serializers.SerializerMethodField()
+    last_error = EmptyAsNullCharField(help_text="Why the last attempt failed; null if none did.")
 
     class Meta:
         model = Delivery
@@ -79,7 +83,7 @@ class DeliveryAttemptSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField()
     duration_ms = serializers.IntegerField()
     status_code = serializers.IntegerField(allow_null=True)
-    error = serializers.CharField(allow_blank=True)
+    error = EmptyAsNullCharField(help_text="Why the attempt failed; null if it did not.")
     response_excerpt = serializers.CharField(allow_blank=True)
     request_headers = serializers.DictField(child=serializers.CharField())
 

@@ -25,15 +25,19 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from accounts.models import Membership, Role, User
 from collab.api.exceptions import Conflict, ValidationFailed
-from collab.api.renderers import dumps, iso_z
+from collab.api.renderers import dumps
 from collab.netguard import UnsafeAddress, resolve
+from collab.unset import UNSET, Maybe
 from events.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
 from events.models import Event
 from events.services import event_record, model_update
+from projects.models import Project
 
 from . import crypto, signing, stream, transport
 from .models import Delivery, DeliveryAttempt, Webhook
+from .records import webhook_record
 
 logger = logging.getLogger("collab.webhooks")
 TASKS = "notifications.tasks."
@@ -70,24 +74,6 @@ def _enqueue(task: str, countdown: float | None = None, **kwargs) -> bool:
 # Webhooks ----------------------------------------------------------------------------------
 
 
-def webhook_record(webhook: Webhook) -> dict:
-    """A webhook as the API shows it: never its secret."""
-    iso = iso_z
-    return {
-        "id": webhook.pk,
-        "project_id": webhook.project_id,
-        "url": webhook.url,
-        "events": list(webhook.events),
-        "description": webhook.description,
-        "active": webhook.is_active,
-        "disabled_reason": webhook.disabled_reason,
-        "failing_since": iso(webhook.failing_since),
-        "last_delivery_at": iso(webhook.last_delivery_at),
-        "created_at": iso(webhook.created_at),
-        "updated_at": iso(webhook.updated_at),
-    }
-
-
 def webhook_url_check(url: str) -> None:
     """422 unless ``url`` is an http(s) URL whose host resolves to public addresses only."""
     try:
@@ -122,23 +108,30 @@ def _events_check(events: list[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
-def webhook_create(*, project, actor, data: dict) -> tuple[Webhook, str | None]:
+def webhook_create(
+    *,
+    project: Project,
+    actor: User | None,
+    url: str,
+    events: list[str],
+    secret: str | None = None,
+    description: str | None = "",
+) -> tuple[Webhook, str | None]:
     """Register a webhook. Returns it and, when the caller gave none, the secret made for it
     (shown once, in the creation's answer)."""
-    webhook_url_check(data["url"])
-    events = _events_check(data["events"])
+    webhook_url_check(url)
+    events = _events_check(events)
     generated = None
-    secret = data.get("secret")
     if not secret:
         secret = generated = "whsk_" + secrets.token_urlsafe(32)
     now = timezone.now()
     with transaction.atomic():
         webhook = Webhook.objects.create(
             project=project,
-            url=data["url"],
+            url=url,
             events=events,
             secret_encrypted=crypto.secret_encrypt(secret),
-            description=data.get("description") or "",
+            description=description or "",
             created_by=actor,
             created_at=now,
             updated_at=now,
@@ -160,9 +153,18 @@ def _webhook_snapshot(webhook: Webhook) -> dict:
     return record
 
 
-def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
-    if "url" in data:
-        webhook_url_check(data["url"])
+def webhook_update(
+    *,
+    webhook: Webhook,
+    actor: User | None,
+    url: Maybe[str] = UNSET,
+    events: Maybe[list[str]] = UNSET,
+    secret: Maybe[str | None] = UNSET,
+    description: Maybe[str | None] = UNSET,
+    active: Maybe[bool] = UNSET,
+) -> Webhook:
+    if url is not UNSET:
+        webhook_url_check(url)
     with transaction.atomic():
         webhook = Webhook.objects.select_for_update().get(pk=webhook.pk)
         with model_update(
@@ -175,20 +177,20 @@ def webhook_update(*, webhook: Webhook, actor, data: dict) -> Webhook:
             actor=actor,
             stamp="updated_at",
         ) as update:
-            if "url" in data:
-                webhook.url = data["url"]
-            if "events" in data:
-                webhook.events = _events_check(data["events"])
-            if "description" in data:
-                webhook.description = data["description"] or ""
-            if "active" in data and data["active"] != webhook.is_active:
-                webhook.is_active = data["active"]
+            if url is not UNSET:
+                webhook.url = url
+            if events is not UNSET:
+                webhook.events = _events_check(events)
+            if description is not UNSET:
+                webhook.description = description or ""
+            if active is not UNSET and active != webhook.is_active:
+                webhook.is_active = active
                 # Switched back on by hand: its failures so far no longer count towards
                 # disabling.
                 webhook.disabled_reason = ""
                 webhook.failing_since = None
-            if data.get("secret"):
-                webhook.secret_encrypted = crypto.secret_encrypt(data["secret"])
+            if secret:
+                webhook.secret_encrypted = crypto.secret_encrypt(secret)
                 update.hide("secret")
     return webhook
 
@@ -448,8 +450,6 @@ def deliveries_sweep() -> dict[str, int]:
 def webhook_disabled_notify(*, webhook_id: int) -> int:
     """Email the owners and admins of the webhook's workspace that it was switched off."""
     from django.core.mail import send_mail
-
-    from accounts.models import Membership, Role
 
     webhook = Webhook.objects.select_related("project").filter(pk=webhook_id).first()
     if webhook is None or webhook.is_active:

@@ -12,7 +12,7 @@ from events.catalogue import EVENT_KINDS
 from events.models import Event
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
-from . import selectors, services, sse, stream
+from . import records, selectors, services, sse, stream
 from .filters import DeliveryFilter, EventFilter
 from .models import Delivery, Webhook
 from .serializers import (
@@ -53,14 +53,14 @@ class ProjectWebhookViewSet(ProjectScopedViewSet):
     def list(self, request, project_id=None):
         project = self.get_project()
         page = self.paginate_queryset(selectors.webhook_list(project=project))
-        return self.get_paginated_response([services.webhook_record(hook) for hook in page])
+        return self.get_paginated_response([records.webhook_record(hook) for hook in page])
 
     @extend_schema(request=WebhookInputSerializer, responses={201: WebhookSerializer})
     def create(self, request, project_id=None):
         project = self.get_project()
         data = self.validated(WebhookInputSerializer)
-        webhook, generated = services.webhook_create(project=project, actor=request.user, data=data)
-        record = services.webhook_record(webhook)
+        webhook, generated = services.webhook_create(project=project, actor=request.user, **data)
+        record = records.webhook_record(webhook)
         if generated:
             record["secret"] = generated
         return self.created(record, f"/v1/webhooks/{webhook.pk}")
@@ -92,14 +92,14 @@ class WebhookViewSet(ProjectAccessViewSet):
 
     @extend_schema(responses={200: WebhookSerializer})
     def retrieve(self, request, pk=None):
-        return self.ok(services.webhook_record(self.get_webhook(pk)))
+        return self.ok(records.webhook_record(self.get_webhook(pk)))
 
     @extend_schema(request=WebhookUpdateSerializer, responses={200: WebhookSerializer})
     def partial_update(self, request, pk=None):
         webhook = self.get_webhook(pk)
         data = self.validated(WebhookUpdateSerializer, partial=True)
-        webhook = services.webhook_update(webhook=webhook, actor=request.user, data=data)
-        return self.ok(services.webhook_record(webhook))
+        webhook = services.webhook_update(webhook=webhook, actor=request.user, **data)
+        return self.ok(records.webhook_record(webhook))
 
     @extend_schema(responses={200: None})
     def destroy(self, request, pk=None):

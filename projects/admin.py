@@ -147,7 +147,7 @@ class ProjectAdmin(admin.ModelAdmin):
         if change:
             data = {name: form.cleaned_data[name] for name in form.changed_data}
             if data:
-                services.project_update(project=obj, actor=request.user, data=data)
+                services.project_update(project=obj, actor=request.user, **data)
             return
         project = services.project_create(
             workspace=form.cleaned_data["workspace"],

@@ -4,14 +4,11 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Invitation, Membership, User, Workspace
 from collab.api.exceptions import Conflict, ValidationFailed
+from collab.unset import UNSET, Maybe, given
 from events.services import event_record, model_update
 
 from .models import Project, ProjectMember
-from .serializers import ProjectSerializer
-
-
-def project_payload(project: Project) -> dict:
-    return dict(ProjectSerializer(project).data)
+from .records import member_event_data, project_record
 
 
 def project_create(
@@ -32,7 +29,7 @@ def project_create(
             workspace_id=workspace.pk,
             project_id=project.pk,
             actor=actor,
-            data={"project": project_payload(project)},
+            data={"project": project_record(project)},
         )
     return project
 
@@ -40,8 +37,17 @@ def project_create(
 WRITABLE_FIELDS = ("name", "description", "visibility", "status")
 
 
-def project_update(*, project: Project, actor: User, data: dict) -> Project:
-    """Apply the given fields. An archived project only accepts being made active again."""
+def project_update(
+    *,
+    project: Project,
+    actor: User,
+    name: Maybe[str] = UNSET,
+    description: Maybe[str] = UNSET,
+    visibility: Maybe[str] = UNSET,
+    status: Maybe[str] = UNSET,
+) -> Project:
+    """Apply the fields given. An archived project only accepts being made active again."""
+    data = given(name=name, description=description, visibility=visibility, status=status)
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)
         if project.is_archived and data.get("status") != Project.Status.ACTIVE:
@@ -54,14 +60,13 @@ def project_update(*, project: Project, actor: User, data: dict) -> Project:
             project,
             snapshot=lambda project: {name: getattr(project, name) for name in WRITABLE_FIELDS},
             event_type="project.updated",
-            payload=lambda project: {"project": project_payload(project)},
+            payload=lambda project: {"project": project_record(project)},
             workspace_id=project.workspace_id,
             project_id=project.pk,
             actor=actor,
         ):
-            for name, value in data.items():
-                if name in WRITABLE_FIELDS:
-                    setattr(project, name, value)
+            for field, value in data.items():
+                setattr(project, field, value)
     return project
 
 
@@ -72,16 +77,9 @@ def project_delete(*, project: Project, actor: User) -> None:
             workspace_id=project.workspace_id,
             project_id=project.pk,
             actor=actor,
-            data={"project": project_payload(project)},
+            data={"project": project_record(project)},
         )
         project.delete()
-
-
-def _member_payload(project: Project, user: User) -> dict:
-    return {
-        "project": {"id": project.pk, "name": project.name},
-        "user": {"id": user.pk, "email": user.email, "name": user.name},
-    }
 
 
 def not_a_workspace_member() -> ValidationFailed:
@@ -104,7 +102,7 @@ def project_member_add(
                 workspace_id=project.workspace_id,
                 project_id=project.pk,
                 actor=actor,
-                data=_member_payload(project, user),
+                data=member_event_data(project, user),
             )
     except IntegrityError:
         if skip_existing:
@@ -120,7 +118,7 @@ def project_member_remove(*, member: ProjectMember, actor: User) -> None:
             workspace_id=member.project.workspace_id,
             project_id=member.project_id,
             actor=actor,
-            data=_member_payload(member.project, member.user),
+            data=member_event_data(member.project, member.user),
         )
         member.delete()
 

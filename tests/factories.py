@@ -80,7 +80,7 @@ def make_issue(project, actor=None, **data):
     """An issue made as the API makes it (issues.services.issue_create), so that numbers,
     counters, history and events stay right; ``data`` as the API's body."""
     data.setdefault("title", "An issue")
-    return issue_create(project=project, actor=actor, data=data)
+    return issue_create(project=project, actor=actor, **data)
 
 
 class WebhookFactory(factory.django.DjangoModelFactory):

@@ -3,6 +3,7 @@
 import datetime
 import decimal
 import uuid
+from typing import overload
 
 import orjson
 from rest_framework.renderers import BaseRenderer
@@ -27,6 +28,12 @@ def _default(value):
     raise TypeError
 
 
+@overload
+def iso_z(value: datetime.datetime) -> str: ...
+@overload
+def iso_z(value: None) -> None: ...
+@overload
+def iso_z(value: datetime.datetime | None) -> str | None: ...
 def iso_z(value: datetime.datetime | None) -> str | None:
     """A timestamp as the API writes it: ISO 8601 in UTC ending in ``Z`` (None stays None)."""
     if value is None:

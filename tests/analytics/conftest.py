@@ -50,11 +50,11 @@ def pinned():
 
 
 def close(issue, actor):
-    return issue_update(issue=issue, actor=actor, data={"status": "closed"})[0]
+    return issue_update(issue=issue, actor=actor, status="closed")[0]
 
 
 def reopen(issue, actor):
-    return issue_update(issue=issue, actor=actor, data={"status": "open"})[0]
+    return issue_update(issue=issue, actor=actor, status="open")[0]
 
 
 @dataclass

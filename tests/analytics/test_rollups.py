@@ -180,7 +180,7 @@ def test_issue_created_today_and_rolled_tomorrow(world, pinned):
     with pinned(at(3, 15, 10)):
         from issues.services import issue_update
 
-        issue_update(issue=issue, actor=world.owner, data={"status": "closed"})
+        issue_update(issue=issue, actor=world.owner, status="closed")
     with pinned(at(3, 15, 23, 59)):
         live = stats_collect(
             project_ids=[world.project.pk], start=day_start(at(3, 15).date()), end=None

@@ -118,7 +118,9 @@ def git_world(world, tmp_path):
     pull = git_services.pull_request_create(
         repository=repository,
         actor=world.owner,
-        data={"title": "Feature", "head": "feature", "base": "main"},
+        title="Feature",
+        head="feature",
+        base="main",
     )
     return repository, pull
 

@@ -79,7 +79,9 @@ def test_close_a_pull_request_in_the_admin(browser, world, synced):
     pull = pull_request_create(
         repository=synced,
         actor=world.developer,
-        data={"title": "F", "head": "feature", "base": "main"},
+        title="F",
+        head="feature",
+        base="main",
     )
     page = browser.get(url(PullRequest, "change", pull.pk))
     assert page.status_code == 200

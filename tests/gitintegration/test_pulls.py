@@ -61,7 +61,7 @@ def test_open_a_pull_request(api, world, synced, origin):
     assert data["author_id"] == world.developer.pk
     assert data["head_sha"] == origin.sha("feature")
     assert data["base_sha"] == origin.sha("main")
-    assert data["merge_commit_sha"] == ""
+    assert data["merge_commit_sha"] is None and data["merge_method"] is None
     assert data["merged_at"] is None and data["closed_at"] is None
     event = Event.objects.get(type="pull_request.opened")
     assert event.data == {"pull_request": data}
@@ -357,7 +357,7 @@ def test_a_conflict_is_409_and_changes_nothing(api, synced, origin, method):
     assert error["details"] == {"head": "conflict", "base": "main"}
     assert origin.branches() == before
     record = assert_ok(api.developer.get(f"/v1/pulls/{pull['id']}"))["data"]
-    assert record["state"] == "open" and record["merge_commit_sha"] == ""
+    assert record["state"] == "open" and record["merge_commit_sha"] is None
     assert Event.objects.count() == events
 
 

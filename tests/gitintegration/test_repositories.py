@@ -42,13 +42,13 @@ def test_registration_syncs_and_answers_the_record(
     assert data["push_url"].endswith(f"/v1/repositories/{data['id']}/push")
     # The answer was built before the sync ran (after commit): pending then, synced now.
     assert data["sync_status"] == "pending"
-    assert data["default_branch"] == ""
+    assert data["default_branch"] is None
     record = assert_ok(api.owner.get(f"/v1/repositories/{data['id']}"))["data"]
     assert set(record) == REPOSITORY_FIELDS  # the secret is never shown again
     assert record["sync_status"] == "synced"
     assert record["default_branch"] == "main"
     assert record["last_synced_at"].endswith("Z")
-    assert record["sync_error"] == ""
+    assert record["sync_error"] is None
     # A real bare mirror of the origin, kept under GIT_STORAGE_DIR.
     mirror = git_storage / f"{data['id']}.git"
     assert gitlib.branches(mirror) == origin.branches()

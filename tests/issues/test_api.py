@@ -689,7 +689,7 @@ def test_history_lists_every_change(api, world, bug):
             "old_value": row.old_value,
             "new_value": row.new_value,
             "actor_id": row.actor_id,
-            "source": "",
+            "source": None,
             "created_at": z(row.created_at),
         }
         for row in rows

@@ -134,9 +134,7 @@ def test_concurrent_creates_in_two_projects_count_separately(world):
     projects = [world.project, other]
 
     def create(n: int) -> tuple[int, int]:
-        issue = services.issue_create(
-            project=projects[n % 2], actor=world.owner, data={"title": f"n{n}"}
-        )
+        issue = services.issue_create(project=projects[n % 2], actor=world.owner, title=f"n{n}")
         return issue.project_id, issue.number
 
     results = run_threads([lambda n=n: create(n) for n in range(THREADS)])
@@ -197,7 +195,8 @@ def test_creates_changes_and_deletes_at_once(world):
             services.issue_create(
                 project=world.project,
                 actor=world.developer,
-                data={"title": f"c{n}", "status": ["open", "closed"][n % 2]},
+                title=f"c{n}",
+                status=["open", "closed"][n % 2],
             ).number
         )
         for n in range(creates)
@@ -225,7 +224,7 @@ def test_creates_changes_and_deletes_at_once(world):
 
 def _update_unless_deleted(issue, status, world):
     try:
-        return services.issue_update(issue=issue, actor=world.developer, data={"status": status})
+        return services.issue_update(issue=issue, actor=world.developer, status=status)
     except NotFound:
         # Deleted by another thread first: nothing to change, and nothing to count.
         return None
@@ -251,7 +250,7 @@ def test_an_update_in_flight_does_not_hold_up_creates_in_its_project(world, monk
 
     def update() -> None:
         try:
-            services.issue_update(issue=issue, actor=world.owner, data={"title": "Renamed"})
+            services.issue_update(issue=issue, actor=world.owner, title="Renamed")
         except BaseException as exc:  # reported to the test below
             errors.append(exc)
         finally:
@@ -265,7 +264,7 @@ def test_an_update_in_flight_does_not_hold_up_creates_in_its_project(world, monk
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL lock_timeout = '3s'")
             created = services.issue_create(
-                project=world.project, actor=world.owner, data={"title": "Meanwhile"}
+                project=world.project, actor=world.owner, title="Meanwhile"
             )
     finally:
         release.set()

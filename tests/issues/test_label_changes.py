@@ -151,7 +151,7 @@ def test_history_and_events_share_the_label_change_transaction(world, carrying, 
     monkeypatch.setattr(services, "event_record", failing)
     history_before, events_before = IssueHistory.objects.count(), Event.objects.count()
     with pytest.raises(DatabaseError):
-        services.label_update(label=label, actor=world.owner, data={"name": "server"})
+        services.label_update(label=label, actor=world.owner, name="server")
     assert Label.objects.get(pk=label.pk).name == "backend"
     assert (IssueHistory.objects.count(), Event.objects.count()) == (history_before, events_before)
     calls.clear()
@@ -170,7 +170,7 @@ def test_many_issues_are_recorded_across_batches(world, monkeypatch):
         make_issue(world.project, world.owner, title=f"#{n}", labels=["bulk"]) for n in range(7)
     ]
     label = Label.objects.get(project=world.project, name="bulk")
-    services.label_update(label=label, actor=world.owner, data={"name": "heap"})
+    services.label_update(label=label, actor=world.owner, name="heap")
     for issue in issues:
         assert label_history(issue) == [(["bulk"], ["heap"], world.owner.pk)]
         assert len(issue_events(issue)) == 1

@@ -27,7 +27,7 @@ def grow_issues(world, count: int) -> None:
 def grow_history(issue, world, count: int) -> None:
     """Changes of the title until the issue's history has ``count`` rows."""
     for n in range(issue.history.count(), count):
-        services.issue_update(issue=issue, actor=world.owner, data={"title": f"Title {n}"})
+        services.issue_update(issue=issue, actor=world.owner, title=f"Title {n}")
 
 
 def page(client, path: str, per_page: int) -> tuple[int, list[str]]:

@@ -177,7 +177,7 @@ def test_a_redirect_is_not_followed(api, world, receiver):
 def test_unsubscribed_kinds_and_inactive_hooks_get_nothing(api, world, receiver):
     register(api, world.project, receiver.url, events=["pull_request.merged"])
     off = register(api, world.project, receiver.url, events=["*"])
-    services.webhook_update(webhook=off, actor=None, data={"active": False})
+    services.webhook_update(webhook=off, actor=None, active=False)
     create_issue(api, world.project)
     time.sleep(0.3)
     assert receiver.requests == []
@@ -259,7 +259,7 @@ def test_redeliver_to_a_disabled_webhook_is_409(api, world, receiver):
     webhook = register(api, world.project, receiver.url)
     create_issue(api, world.project)
     receiver.wait_for(1)
-    services.webhook_update(webhook=webhook, actor=None, data={"active": False})
+    services.webhook_update(webhook=webhook, actor=None, active=False)
     delivery = Delivery.objects.get()
     response = api.owner.post(f"/v1/webhooks/{webhook.pk}/deliveries/{delivery.pk}/redeliver")
     assert_error(response, 409, "CONFLICT")

@@ -246,7 +246,7 @@ def test_filters_and_visibility_across_workspaces(world, live):
     ours = make_issue(world.project, world.owner, title="Acme's")
     from issues.services import issue_update
 
-    issue_update(issue=ours, actor=world.owner, data={"status": "closed"})
+    issue_update(issue=ours, actor=world.owner, status="closed")
     theirs = make_issue(world.other_project, world.outsider, title="Globex's")
 
     [closed] = closed_only.take(1)
