@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
@@ -6,10 +8,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     use_in_migrations = True
 
-    def create_user(self, email, password=None, **fields):
+    def create_user(self, email: str, password: str | None = None, **fields: Any) -> "User":
         if not email:
             raise ValueError("An email address is required.")
         user = self.model(email=self.normalize_email(email).lower(), **fields)
@@ -20,7 +22,7 @@ class UserManager(BaseUserManager):
         user.save(using=self._db)
         return user
 
-    def create_superuser(self, email, password=None, **fields):
+    def create_superuser(self, email: str, password: str | None = None, **fields: Any) -> "User":
         fields.update(is_staff=True, is_superuser=True)
         return self.create_user(email, password, **fields)
 
@@ -47,7 +49,7 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     USERNAME_FIELD = "email"
     EMAIL_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS = []
 
     class Meta:
         ordering = ["id"]
@@ -56,7 +58,7 @@ class User(AbstractBaseUser, PermissionsMixin):
         return self.email
 
     @property
-    def is_active(self) -> bool:
+    def is_active(self) -> bool:  # type: ignore[override]  # the status decides; no column
         return self.status == self.Status.ACTIVE
 
     def clean(self):

@@ -1,16 +1,16 @@
 from django.db.models import QuerySet
 
-from .models import ApiKey, Invitation, Membership, Workspace
+from .models import ApiKey, Invitation, Membership, User, Workspace
 from .roles import user_roles
 
 
-def workspace_list(*, user) -> QuerySet:
+def workspace_list(*, user: User) -> QuerySet[Workspace]:
     return Workspace.objects.filter(pk__in=list(user_roles(user))).order_by("id")
 
 
-def workspace_get(*, user, workspace_id) -> Workspace | None:
+def workspace_get(*, user: User, workspace_id: int | str | None) -> Workspace | None:
     try:
-        pk = int(workspace_id)
+        pk = int(workspace_id)  # type: ignore[arg-type]  # None: the TypeError below
     except (TypeError, ValueError):
         return None
     if pk not in user_roles(user):
@@ -18,7 +18,7 @@ def workspace_get(*, user, workspace_id) -> Workspace | None:
     return Workspace.objects.filter(pk=pk).first()
 
 
-def default_workspace_id(*, user) -> int | None:
+def default_workspace_id(*, user: User) -> int | None:
     """The caller's first workspace: the oldest membership."""
     return (
         Membership.objects.filter(user=user)
@@ -28,7 +28,7 @@ def default_workspace_id(*, user) -> int | None:
     )
 
 
-def member_list(*, workspace_id: int) -> QuerySet:
+def member_list(*, workspace_id: int) -> QuerySet[Membership]:
     return (
         Membership.objects.filter(workspace_id=workspace_id)
         .select_related("user")
@@ -36,11 +36,11 @@ def member_list(*, workspace_id: int) -> QuerySet:
     )
 
 
-def api_key_list(*, user) -> QuerySet:
+def api_key_list(*, user: User) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(user=user).order_by("-id")
 
 
-def invitation_list(*, workspace_id: int) -> QuerySet:
+def invitation_list(*, workspace_id: int) -> QuerySet[Invitation]:
     return (
         Invitation.objects.filter(workspace_id=workspace_id)
         .prefetch_related("projects")

@@ -4,6 +4,7 @@ import re
 import secrets
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -36,7 +37,7 @@ _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
-def parse_expires_in(value) -> timedelta | None:
+def parse_expires_in(value: str | int | None) -> timedelta | None:
     """Parse ``expiresIn`` in the ``ms`` form (``"90d"``, ``"12h"``, ``"1y"``).
 
     ``None`` and ``"never"`` mean no expiry. Raises ``ValueError`` with a message for people.
@@ -121,7 +122,9 @@ def user_set_tier(*, user: User, tier: str) -> User:
     return user
 
 
-def membership_add(*, workspace: Workspace, user: User, role: str, actor) -> Membership:
+def membership_add(
+    *, workspace: Workspace, user: User, role: str, actor: User | None
+) -> Membership:
     with transaction.atomic():
         membership = Membership.objects.create(workspace=workspace, user=user, role=role)
         event_record(
@@ -134,7 +137,7 @@ def membership_add(*, workspace: Workspace, user: User, role: str, actor) -> Mem
 
 
 @transaction.atomic
-def membership_update(*, membership: Membership, role: str, actor) -> Membership:
+def membership_update(*, membership: Membership, role: str, actor: User) -> Membership:
     previous = membership.role
     if previous == role:
         return membership
@@ -155,7 +158,7 @@ def membership_update(*, membership: Membership, role: str, actor) -> Membership
 
 
 @transaction.atomic
-def membership_remove(*, membership: Membership, actor) -> None:
+def membership_remove(*, membership: Membership, actor: User) -> None:
     if membership.role == Role.OWNER:
         _require_owner(actor, membership.workspace_id)
         _ensure_another_owner(membership)
@@ -170,7 +173,7 @@ def membership_remove(*, membership: Membership, actor) -> None:
     membership.delete()
 
 
-def _require_owner(actor, workspace_id: int) -> None:
+def _require_owner(actor: User | None, workspace_id: int) -> None:
     """Only owners grant or take away ownership; operators (superusers, commands) may too."""
     if actor is None or actor.is_superuser:
         return
@@ -194,7 +197,7 @@ def _ensure_another_owner(membership: Membership) -> None:
 
 
 def api_key_create(
-    *, user: User, name: str, scopes: list[str], expires_in=None
+    *, user: User, name: str, scopes: list[str], expires_in: str | int | None = None
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which is never available again."""
     unknown = invalid_scopes(scopes)
@@ -229,7 +232,7 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
 # JWT sessions ---------------------------------------------------------------------------
 
 
-def _token_pair(user: User, *, session: str | None = None) -> dict:
+def _token_pair(user: User, *, session: str | None = None) -> dict[str, Any]:
     """A new pair in ``session`` (a new session when ``None``).
 
     Both tokens carry the session's id (``token_denylist.SESSION_CLAIM``), and a refresh keeps
@@ -255,7 +258,7 @@ def _token_pair(user: User, *, session: str | None = None) -> dict:
     }
 
 
-def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict:
+def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict[str, Any]:
     """Sign in; repeated failures for the email or from ``client_address`` are slowed, then
     refused for a while (``login_protection``), before the password is even checked."""
     email = (email or "").strip().lower()
@@ -270,7 +273,7 @@ def auth_login(*, email: str, password: str, client_address: str | None = None) 
 
 def _refresh_token_parse(raw: str) -> RefreshToken:
     try:
-        return RefreshToken(raw)
+        return RefreshToken(raw)  # type: ignore[arg-type]  # it decodes a string too
     except TokenError:
         raise Unauthorized("Invalid or expired refresh token.") from None
 
@@ -292,13 +295,14 @@ def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
     return outstanding
 
 
-def auth_refresh(*, refresh_token: str) -> dict:
+def auth_refresh(*, refresh_token: str) -> dict[str, Any]:
     token = _refresh_token_parse(refresh_token)
     with transaction.atomic():
         outstanding = _refresh_token_claim(token)
-        if not outstanding.user.is_active:
+        user = outstanding.user
+        if user is None or not user.is_active:
             raise Unauthorized("This account is not active.")
-        return _token_pair(outstanding.user, session=token.get(token_denylist.SESSION_CLAIM))
+        return _token_pair(user, session=token.get(token_denylist.SESSION_CLAIM))
 
 
 def _access_token_parse(raw: str | None) -> AccessToken | None:
@@ -311,7 +315,7 @@ def _access_token_parse(raw: str | None) -> AccessToken | None:
     if not raw:
         return None
     try:
-        return AccessToken(raw)
+        return AccessToken(raw)  # type: ignore[arg-type]  # it decodes a string too
     except TokenError:
         return None
 
@@ -357,7 +361,7 @@ def _expire_stale_invitations(*, workspace: Workspace, email: str) -> None:
 
 
 def invitation_create(
-    *, workspace: Workspace, inviter: User, email: str, role: str, projects: list
+    *, workspace: Workspace, inviter: User, email: str, role: str, projects: list[Any]
 ) -> tuple[Invitation, str]:
     from .tasks import invitation_send_email
 

@@ -184,10 +184,10 @@ def access_token_user(token: Token) -> tuple[User | None, bool]:
     if denylist.checks_in_user_query:
         # An uncorrelated EXISTS: the database probes the primary key once per entry.
         denied = Exists(DeniedToken.objects.filter(key__in=entries))
-        user = users.annotate(token_denied=denied).first()
-        if user is None:
+        annotated = users.annotate(token_denied=denied).first()
+        if annotated is None:
             return None, False
-        return user, user.token_denied
+        return annotated, annotated.token_denied
     user = users.first()
     if user is None:
         return None, False

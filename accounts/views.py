@@ -1,10 +1,12 @@
 from datetime import UTC, datetime
+from typing import cast
 
 from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 
 from collab.api.exceptions import NotFound
 from collab.api.pagination import positive_int_param
@@ -14,7 +16,7 @@ from collab.api.viewsets import ApiViewSet
 
 from . import selectors, services
 from .filters import UserFilter
-from .models import ApiKey, Membership
+from .models import ApiKey, Membership, User
 from .serializers import (
     ApiKeyCreatedSerializer,
     ApiKeyCreateSerializer,
@@ -43,6 +45,11 @@ WORKSPACE_ID = OpenApiParameter(
     int,
     description="The workspace whose members to read; by default the caller's first.",
 )
+
+
+def signed_in(request: Request) -> User:
+    """The request's user, where authentication let no anonymous request this far."""
+    return cast(User, request.user)
 
 
 class AuthViewSet(ApiViewSet):
@@ -146,7 +153,7 @@ class ApiKeyViewSet(ApiViewSet):
         return self.deleted()
 
     def _get_key(self, pk) -> ApiKey:
-        api_key = selectors.api_key_list(user=self.request.user).filter(pk=pk).first()
+        api_key = selectors.api_key_list(user=signed_in(self.request)).filter(pk=pk).first()
         if api_key is None:
             raise Http404
         return api_key
@@ -167,11 +174,11 @@ class UserViewSet(ApiViewSet):
     def _workspace_id(self) -> int:
         if "workspace_id" in self.request.query_params:
             raw = positive_int_param(self.request, "workspace_id", 0)
-            workspace = selectors.workspace_get(user=self.request.user, workspace_id=raw)
+            workspace = selectors.workspace_get(user=signed_in(self.request), workspace_id=raw)
             if workspace is None:
                 raise NotFound("No such workspace.")
             return workspace.pk
-        return selectors.default_workspace_id(user=self.request.user) or 0
+        return selectors.default_workspace_id(user=signed_in(self.request)) or 0
 
     @extend_schema(
         parameters=[WORKSPACE_ID],

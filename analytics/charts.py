@@ -20,7 +20,7 @@ def _nice_top(value: int) -> int:
 
 def _frame(title: str, labels: list[str], top: int, legend: list[tuple[str, str]]) -> list[str]:
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    parts = [
+    parts: list[str] = [
         format_html(
             '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {} {}" width="100%" '
             'role="img" aria-label="{}" class="analytics-chart">',

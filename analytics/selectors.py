@@ -10,6 +10,7 @@ midnight, whatever the number of issues.
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet, Sum
@@ -28,7 +29,7 @@ from .stats import STAT_FIELDS, Stats, stats_collect
 OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
 
 
-def workspace_projects(*, user, workspace_id: int) -> QuerySet:
+def workspace_projects(*, user: User, workspace_id: int) -> QuerySet[Project]:
     return Project.objects.filter(project_visibility_q(user), workspace_id=workspace_id)
 
 
@@ -68,7 +69,7 @@ def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime
     }
     # Projects are grouped by how far their rollups go (almost always one group): a project
     # the job has not reached yet is counted live without making the others live too.
-    groups: dict[tuple, list[int]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for project_id in project_ids:
         groups[states.get(project_id, (None, None))].append(project_id)
     for (through, partial_through), ids in groups.items():
@@ -104,6 +105,8 @@ def _span_add(
     partial_day = partial_through.astimezone(UTC).date() if partial_through else None
     if (
         partial_day is not None
+        and partial_through is not None
+        and through is not None
         and partial_day == through + timedelta(days=1)
         and partial_through <= end
         and (rolled_first is None or rolled_first <= partial_day)
@@ -117,14 +120,14 @@ def _span_add(
         if rolled_first is not None:
             days = days.filter(day__gte=rolled_first)
             reopens = reopens.filter(day__gte=rolled_first)
-            if start < day_start(rolled_first):
+            if start is not None and start < day_start(rolled_first):
                 live.append((start, day_start(rolled_first)))
         sums = days.order_by().values("day").annotate(**{f: Sum(f) for f in STAT_FIELDS})
         for row in sums:
             day = row.pop("day")
             span.days[day].add(Stats(**row))
         span.undone.extend(reopens.values_list("closed_hour", "count", "resolution_seconds"))
-        if covered_until < end:
+        if covered_until is not None and covered_until < end:
             live.append((covered_until, end))
     for live_start, live_end in live:
         collected = stats_collect(project_ids=project_ids, start=live_start, end=live_end)
@@ -165,7 +168,7 @@ def _first_day(days: dict[date, Stats], projects: list[Project], end: datetime) 
     return min(candidates, default=end.astimezone(UTC).date())
 
 
-def metrics(*, projects: list[Project], period: Period) -> dict:
+def metrics(*, projects: list[Project], period: Period) -> dict[str, Any]:
     """The metrics object of CONTRACT section 5 (see the README, Analytics, for each figure)."""
     ids = [project.pk for project in projects]
     span = daily_stats(project_ids=ids, start=period.start, end=period.end)
@@ -209,7 +212,7 @@ def metrics(*, projects: list[Project], period: Period) -> dict:
     }
 
 
-def dashboard(*, projects: list[Project], period: Period) -> dict:
+def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     """Daily series over the whole UTC days the period touches, and the breakdowns."""
     ids = [project.pk for project in projects]
     end = period.end
@@ -265,10 +268,11 @@ def _issue_total(project_ids: list[int]) -> dict[int, int]:
 
 
 def breakdown_needs_snapshot(*, project_ids: list[int]) -> bool:
-    return sum(_issue_total(project_ids).values()) > settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
+    limit: int = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
+    return sum(_issue_total(project_ids).values()) > limit
 
 
-def _entries(counts: dict, labels: dict | None = None) -> list[dict]:
+def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
     entries = []
     for key, by_status in counts.items():
         closed = by_status.get(Status.CLOSED.value, 0)
@@ -286,11 +290,13 @@ def _entries(counts: dict, labels: dict | None = None) -> list[dict]:
     return entries
 
 
-def breakdowns_compute(*, project_ids: list[int]) -> dict:
+def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
     """Issues of these projects by type, priority, assignee and label, each split into open
     (open or in progress) and closed. Two grouped queries: one pass over the issues for the
     first three (few combinations), one over their labels."""
-    by: dict[str, dict] = {name: defaultdict(dict) for name in ("type", "priority", "assignee")}
+    by: dict[str, dict[Any, Any]] = {
+        name: defaultdict(dict) for name in ("type", "priority", "assignee")
+    }
     groups = (
         Issue.objects.filter(project_id__in=project_ids)
         .order_by()
@@ -312,7 +318,7 @@ def breakdowns_compute(*, project_ids: list[int]) -> dict:
         "priority": _entries(by["priority"]),
         "assignee": _entries(by["assignee"], {None: "unassigned", **people}),
     }
-    labels: dict = defaultdict(dict)
+    labels: dict[str, Any] = defaultdict(dict)
     # Labels belong to their issue's project: reaching the pairs through the project's labels
     # reads that project's rows only (by the label index), not the whole pairs table.
     pairs = (
@@ -327,10 +333,10 @@ def breakdowns_compute(*, project_ids: list[int]) -> dict:
     return result
 
 
-def _merge(parts: list[dict]) -> dict:
-    merged: dict = {}
+def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
     for dimension in ("type", "priority", "assignee", "label"):
-        by_key: dict = {}
+        by_key: dict[str, Any] = {}
         for part in parts:
             for entry in part.get(dimension, []):
                 into = by_key.setdefault(
@@ -345,7 +351,7 @@ def _merge(parts: list[dict]) -> dict:
     return merged
 
 
-def _status_breakdown(project_ids: list[int]) -> list[dict]:
+def _status_breakdown(project_ids: list[int]) -> list[dict[str, Any]]:
     counts = dict.fromkeys(Status.values, 0)
     for status, count in IssueStatusCount.objects.filter(project_id__in=project_ids).values_list(
         "status", "count"
@@ -363,7 +369,7 @@ def _status_breakdown(project_ids: list[int]) -> list[dict]:
     ]
 
 
-def breakdowns(*, project_ids: list[int]) -> tuple[dict, datetime]:
+def breakdowns(*, project_ids: list[int]) -> tuple[dict[str, Any], datetime]:
     """The breakdowns and the time they describe: now for projects small enough to group
     live (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones. The
     status breakdown is always live: the issue services keep those counters."""

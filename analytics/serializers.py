@@ -74,18 +74,19 @@ class DayPointSerializer(serializers.Serializer):
 
 class BreakdownEntrySerializer(serializers.Serializer):
     key = serializers.CharField(allow_null=True)
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # the entry's field
     open = serializers.IntegerField()
     closed = serializers.IntegerField()
     total = serializers.IntegerField()
 
 
 class BreakdownsSerializer(serializers.Serializer):
+    # Named for the breakdowns, shadowing nothing a serializer reads ("label", "type"...).
     status = BreakdownEntrySerializer(many=True)
     type = BreakdownEntrySerializer(many=True)
     priority = BreakdownEntrySerializer(many=True)
     assignee = BreakdownEntrySerializer(many=True)
-    label = BreakdownEntrySerializer(many=True)
+    label = BreakdownEntrySerializer(many=True)  # type: ignore[assignment]  # by label
 
 
 class DashboardSerializer(PeriodFieldsMixin):

@@ -5,8 +5,9 @@ recomputed from the sources, so a rollup can run twice, or in two workers at onc
 the same rows.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -20,7 +21,7 @@ from projects.models import Project
 from . import selectors
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import day_start
-from .stats import STAT_FIELDS, stats_collect
+from .stats import STAT_FIELDS, Collected, stats_collect
 
 # Days recomputed per transaction (and per step of the backfill's progress bar).
 CHUNK_DAYS = 31
@@ -46,7 +47,7 @@ def rollup_partial_day(*, project_id: int, until: datetime) -> None:
         RollupState.objects.filter(project_id=project_id).update(partial_through=until)
 
 
-def _days_store(*, project_id: int, first: date, last: date, collected) -> int:
+def _days_store(*, project_id: int, first: date, last: date, collected: Collected) -> int:
     """Replace the stored rows of days ``first``..``last`` with ``collected`` (inside the
     caller's transaction)."""
     rows = [
@@ -104,7 +105,7 @@ def _first_activity_day(project_id: int) -> date | None:
     return min(moments).astimezone(UTC).date() if moments else None
 
 
-def _chunks(first: date, last: date):
+def _chunks(first: date, last: date) -> Iterator[tuple[date, date]]:
     while first <= last:
         end = min(last, first + timedelta(days=CHUNK_DAYS - 1))
         yield first, end
@@ -168,7 +169,7 @@ def rollup_project(
     return days
 
 
-def breakdown_refresh(*, project_id: int, only_large: bool = False) -> dict | None:
+def breakdown_refresh(*, project_id: int, only_large: bool = False) -> dict[str, Any] | None:
     """Store the project's breakdowns (only if it is large, with ``only_large``)."""
     if only_large and not selectors.breakdown_needs_snapshot(project_ids=[project_id]):
         BreakdownSnapshot.objects.filter(project_id=project_id).delete()

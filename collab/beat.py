@@ -55,6 +55,10 @@ return 0
 """
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 class LockedScheduler(PersistentScheduler):
     """``PersistentScheduler`` whose ``tick()`` sends due tasks only while it holds the lock."""
 
@@ -86,6 +90,7 @@ class LockedScheduler(PersistentScheduler):
 
     def client(self) -> redis.Redis:
         if self._redis is None:
+            assert self.redis_url, "the beat lock needs REDIS_URL"
             self._redis = redis.Redis.from_url(
                 self.redis_url, socket_timeout=2, socket_connect_timeout=2
             )
@@ -138,14 +143,14 @@ class LockedScheduler(PersistentScheduler):
             return
         now = self.app.now()
         for raw_name, raw_when in shared.items():
-            entry = self.schedule.get(raw_name.decode())
+            entry = self.schedule.get(_text(raw_name))
             if entry is None:
                 continue
             # The later of the two: an entry runs no more often than its interval across the
             # cluster, and waits at most one interval more. (Another machine's clock may be
             # ahead: never later than now.)
             try:
-                when = datetime.fromisoformat(raw_when.decode())
+                when = datetime.fromisoformat(_text(raw_when))
                 entry.last_run_at = max(entry.last_run_at, min(when, now))
             except (ValueError, TypeError):  # unreadable, or naive against aware
                 continue

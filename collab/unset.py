@@ -6,7 +6,7 @@ the arguments that were given.
 """
 
 from enum import Enum
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ class Unset(Enum):
 UNSET = Unset.UNSET
 
 # A keyword argument that may be left out: ``title: Maybe[str] = UNSET``.
-Maybe = T | Unset
+Maybe = Union[T, Unset]  # noqa: UP007 - a generic alias mypy reads; `T | Unset` it refuses
 
 
 def given(**arguments: Any) -> dict[str, Any]:

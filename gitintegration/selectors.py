@@ -4,22 +4,28 @@ Everything is reached through the projects the user may see (one visibility rule
 ``projects.selectors``), so another workspace's repository or pull request is a 404.
 """
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from django.db.models import QuerySet
 
+from accounts.models import User
+from projects.models import Project
 from projects.selectors import project_visibility_q
 
 from . import git
 from .mirrors import mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, Repository, Review
 
+T = TypeVar("T")
 
-def repository_list(*, project) -> QuerySet:
+
+def repository_list(*, project: Project) -> QuerySet[Repository]:
     return Repository.objects.filter(project=project).order_by("id")
 
 
-def repository_get(*, user, repository_id) -> Repository | None:
+def repository_get(*, user: User, repository_id: int | str) -> Repository | None:
     return (
         Repository.objects.filter(project_visibility_q(user, prefix="project__"))
         .select_related("project")
@@ -28,7 +34,7 @@ def repository_get(*, user, repository_id) -> Repository | None:
     )
 
 
-def branch_list(*, repository: Repository) -> QuerySet:
+def branch_list(*, repository: Repository) -> QuerySet[Branch]:
     return Branch.objects.filter(repository=repository).order_by("-is_default", "name")
 
 
@@ -36,7 +42,7 @@ def branch_get(*, repository: Repository, name: str) -> Branch | None:
     return Branch.objects.filter(repository=repository, name=name).first()
 
 
-def commit_list(*, repository: Repository) -> QuerySet:
+def commit_list(*, repository: Repository) -> QuerySet[Commit]:
     return Commit.objects.filter(repository=repository).order_by("-committed_at", "-id")
 
 
@@ -45,7 +51,7 @@ class BranchHistory:
     slices. Git says which commits (``rev-list`` from the branch's tip at the last sync, so
     the page and the index agree); their records come from the index in one query."""
 
-    def __init__(self, repository: Repository, tip: str):
+    def __init__(self, repository: Repository, tip: str) -> None:
         self.repository = repository
         self.tip = tip
         self._count: int | None = None
@@ -56,7 +62,7 @@ class BranchHistory:
             self._count = self._git(git.rev_count, self.tip)
         return self._count
 
-    def _git(self, function, *args, **kwargs):
+    def _git(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         # Reads the node's mirror, filled from the origin first when this node has none yet.
         if self._path is None:
             self._path = mirror_ready(repository=self.repository, needs=[self.tip])
@@ -80,11 +86,11 @@ class BranchHistory:
         return [rows[sha] for sha in shas if sha in rows]
 
 
-def pull_request_list(*, repository: Repository) -> QuerySet:
+def pull_request_list(*, repository: Repository) -> QuerySet[PullRequest]:
     return PullRequest.objects.filter(repository=repository).order_by("-created_at", "-id")
 
 
-def pull_request_get(*, user, pull_id) -> PullRequest | None:
+def pull_request_get(*, user: User, pull_id: int | str) -> PullRequest | None:
     return (
         PullRequest.objects.filter(project_visibility_q(user, prefix="repository__project__"))
         .select_related("repository__project")
@@ -93,5 +99,5 @@ def pull_request_get(*, user, pull_id) -> PullRequest | None:
     )
 
 
-def review_list(*, pull: PullRequest) -> QuerySet:
+def review_list(*, pull: PullRequest) -> QuerySet[Review]:
     return Review.objects.filter(pull_request=pull).order_by("created_at", "id")

@@ -14,6 +14,7 @@ import secrets
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from celery import current_app
@@ -52,7 +53,9 @@ CLOSING_KEYWORDS = re.compile(
 # Repositories -----------------------------------------------------------------------------
 
 
-def repository_create(*, project: Project, actor: User | None, name: str, clone_url: str):
+def repository_create(
+    *, project: Project, actor: User | None, name: str, clone_url: str
+) -> Repository:
     """Register a repository and queue its first sync; returns it with its push secret."""
     clone_url = clone_url_check(clone_url=clone_url)
     try:
@@ -84,9 +87,10 @@ def repository_create(*, project: Project, actor: User | None, name: str, clone_
 def repository_delete(*, repository: Repository, actor: User | None) -> None:
     repository_id = repository.pk
     with transaction.atomic():
-        repository = Repository.objects.select_for_update().filter(pk=repository_id).first()
-        if repository is None:
+        locked = Repository.objects.select_for_update().filter(pk=repository_id).first()
+        if locked is None:
             raise NotFound()
+        repository = locked
         event_record(
             type="repository.deleted",
             workspace_id=repository.project.workspace_id,
@@ -277,14 +281,21 @@ def _pull_requests_refresh(repository: Repository, path: Path, tips: dict[str, s
             )
 
 
-def _shas(pull: PullRequest) -> dict:
+def _shas(pull: PullRequest) -> dict[str, Any]:
     return {"head_sha": pull.head_sha, "base_sha": pull.base_sha}
 
 
 # Pull requests ----------------------------------------------------------------------------
 
 
-def _event(pull: PullRequest, type: str, *, actor, changes: dict | None = None, **extra) -> None:
+def _event(
+    pull: PullRequest,
+    type: str,
+    *,
+    actor: User | None,
+    changes: dict[str, Any] | None = None,
+    **extra: Any,
+) -> None:
     repository = pull.repository
     event_record(
         type=type,
@@ -296,7 +307,9 @@ def _event(pull: PullRequest, type: str, *, actor, changes: dict | None = None, 
     )
 
 
-def _open_pair_taken(repository: Repository, head: str, base: str, *, exclude: int | None):
+def _open_pair_taken(
+    repository: Repository, head: str, base: str, *, exclude: int | None
+) -> int | None:
     queryset = PullRequest.objects.filter(
         repository=repository, head=head, base=base, state=PullRequest.State.OPEN
     )
@@ -379,7 +392,7 @@ def _pull_lock(pull_id: int) -> PullRequest:
     return pull
 
 
-def _snapshot(pull: PullRequest) -> dict:
+def _snapshot(pull: PullRequest) -> dict[str, Any]:
     return {"title": pull.title, "description": pull.description, "state": pull.state}
 
 

@@ -38,7 +38,7 @@ def push_path(repository: Repository) -> str:
     return f"/v1/repositories/{repository.pk}/push"
 
 
-class RepositoryMixin:
+class RepositoryMixin(ProjectAccessViewSet):
     """Resolves the repository in the URL once, through the project visibility rule."""
 
     repository_lookup_kwarg = "pk"
@@ -47,7 +47,7 @@ class RepositoryMixin:
         cached = getattr(self, "_repository", None)
         if cached is None:
             cached = selectors.repository_get(
-                user=self.request.user, repository_id=self.kwargs[self.repository_lookup_kwarg]
+                user=self.actor, repository_id=self.kwargs[self.repository_lookup_kwarg]
             )
             if cached is None:
                 raise Http404
@@ -178,9 +178,9 @@ class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
         return self.created(records.pull_request_record(pull), f"/v1/pulls/{pull.pk}")
 
 
-class PullRequestMixin:
+class PullRequestMixin(ProjectAccessViewSet):
     def get_pull(self, pk, *, ability: str | None = None) -> PullRequest:
-        pull = selectors.pull_request_get(user=self.request.user, pull_id=pk)
+        pull = selectors.pull_request_get(user=self.actor, pull_id=pk)
         if pull is None:
             raise Http404
         self.check_project_ability(pull.repository.project, ability or self.required_ability())

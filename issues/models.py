@@ -24,7 +24,12 @@ class Status(models.TextChoices):
 
 
 # Sorting by priority means by urgency, not alphabetically.
-PRIORITY_RANK = {Priority.LOW: 0, Priority.MEDIUM: 1, Priority.HIGH: 2, Priority.CRITICAL: 3}
+PRIORITY_RANK: dict[str, int] = {
+    Priority.LOW: 0,
+    Priority.MEDIUM: 1,
+    Priority.HIGH: 2,
+    Priority.CRITICAL: 3,
+}
 
 
 class Label(models.Model):

@@ -23,6 +23,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 import orjson
 from django.db import connection, transaction
@@ -55,6 +56,7 @@ LABELS = (
 AREA_LABELS = 8  # the first eight above name a part of the product
 
 # (value, weight) tables, weights as observed shares in a typical product team's tracker.
+V = TypeVar("V")
 TYPES = (("bug", 35), ("feature", 25), ("task", 30), ("improvement", 10))
 PRIORITIES = (("low", 20), ("medium", 50), ("high", 22), ("critical", 8))
 LABEL_COUNTS = ((0, 30), (1, 40), (2, 22), (3, 8))
@@ -250,7 +252,7 @@ def _numbers_reserve(project: Project, count: int) -> int:
     return sequence.values_list("last_number", flat=True).get() - count + 1
 
 
-def _weighted(rng: random.Random, table) -> Callable[[], str | int]:
+def _weighted(rng: random.Random, table: Sequence[tuple[V, int]]) -> Callable[[], V]:
     values = [value for value, _weight in table]
     cumulative = list(itertools.accumulate(weight for _value, weight in table))
     return lambda: rng.choices(values, cum_weights=cumulative)[0]
@@ -306,7 +308,7 @@ def _batch_build(
             label_ids.append(rng.choice(workflow))
 
         # Most work goes through "in progress"; some issues are closed straight away.
-        changes = []
+        changes: list[tuple[str, str | None, str | int | None, int, datetime]] = []
         closed = None
         actor = assignee or reporter
         state, when = OPEN, created

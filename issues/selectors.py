@@ -4,19 +4,22 @@ Lists go through ``.values()`` and one batched label query per page: a page of 5
 costs the same three queries as a page of 5, and no model instances are built for output.
 """
 
+from typing import Any
+
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from accounts.models import User
 from projects.models import Project
 from projects.selectors import project_visibility_q
 
 from .models import Issue, IssueHistory, IssueStatusCount, Label, Status
 
 
-def visible_projects(*, user) -> QuerySet:
+def visible_projects(*, user: User) -> QuerySet[Project, Any]:
     return Project.objects.filter(project_visibility_q(user)).values("pk")
 
 
-def assignee_allowed(*, project: Project, user) -> bool:
+def assignee_allowed(*, project: Project, user: User) -> bool:
     """Whether ``user`` may be assigned an issue of ``project``: active, and able to see it."""
     return (
         user.is_active
@@ -24,18 +27,20 @@ def assignee_allowed(*, project: Project, user) -> bool:
     )
 
 
-def issue_list(*, user, project: Project | None = None) -> QuerySet:
+def issue_list(*, user: User, project: Project | None = None) -> QuerySet[Issue]:
     """Issues the user may see: of one project, or of every project visible to them."""
     if project is not None:
         return Issue.objects.filter(project=project)
     return Issue.objects.filter(project_id__in=visible_projects(user=user))
 
 
-def issue_get(*, user, issue_id) -> Issue | None:
+def issue_get(*, user: User, issue_id: int | str) -> Issue | None:
     return issue_list(user=user).select_related("project").filter(pk=issue_id).first()
 
 
-def issue_count(*, project_ids: QuerySet | list[int], statuses: list[str] | None) -> int:
+def issue_count(
+    *, project_ids: QuerySet[Project, Any] | list[int], statuses: list[str] | None
+) -> int:
     """Exact number of issues in these projects (and statuses), from the kept counters."""
     counts = IssueStatusCount.objects.filter(project_id__in=project_ids)
     if statuses:
@@ -45,7 +50,7 @@ def issue_count(*, project_ids: QuerySet | list[int], statuses: list[str] | None
     return sum(counts.values_list("count", flat=True))
 
 
-def project_issue_counts() -> dict:
+def project_issue_counts() -> dict[str, Subquery]:
     """A project's kept counters, one per status, as expressions over the project's row: a
     ``ProjectLookup`` reads them in the project's own query (``project_issue_count``)."""
     return {
@@ -64,15 +69,15 @@ def project_issue_count(project: Project, *, statuses: list[str] | None) -> int:
     return sum(getattr(project, f"issues_{status}") or 0 for status in statuses or Status.values)
 
 
-def issue_history(*, issue: Issue) -> QuerySet:
+def issue_history(*, issue: Issue) -> QuerySet[IssueHistory]:
     return IssueHistory.objects.filter(issue=issue).order_by("id")
 
 
-def label_list(*, project: Project) -> QuerySet:
+def label_list(*, project: Project) -> QuerySet[Label]:
     return Label.objects.filter(project=project).order_by("name")
 
 
-def label_get(*, user, label_id) -> Label | None:
+def label_get(*, user: User, label_id: int | str) -> Label | None:
     return (
         Label.objects.filter(project_id__in=visible_projects(user=user))
         .select_related("project")

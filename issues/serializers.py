@@ -52,7 +52,7 @@ class IssueHistorySerializer(serializers.Serializer):
     old_value = serializers.JSONField(allow_null=True)
     new_value = serializers.JSONField(allow_null=True)
     actor_id = serializers.IntegerField(allow_null=True)
-    source = EmptyAsNullCharField(
+    source = EmptyAsNullCharField(  # type: ignore[assignment]  # the history row's own field
         help_text="What made the change when not the API: admin, a pull request."
     )
     created_at = serializers.DateTimeField()

@@ -6,7 +6,9 @@ advanced with ``UPDATE ... RETURNING``: concurrent creates queue on that row and
 the next number, with no gaps and no duplicates.
 """
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F
@@ -28,7 +30,7 @@ from .models import (
     Label,
     Status,
 )
-from .records import issue_record, issue_records, label_record
+from .records import IssueRecord, issue_record, issue_records, label_record
 from .selectors import assignee_allowed
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
@@ -100,7 +102,7 @@ def _resolve_labels(project: Project, names: list[str]) -> list[Label]:
     return [existing[name] for name in wanted]
 
 
-def _snapshot(issue: Issue, labels: list[str]) -> dict:
+def _snapshot(issue: Issue, labels: list[str]) -> dict[str, Any]:
     return {
         "title": issue.title,
         "description": issue.description,
@@ -112,7 +114,7 @@ def _snapshot(issue: Issue, labels: list[str]) -> dict:
     }
 
 
-def _apply_status(issue: Issue, status: str, now) -> None:
+def _apply_status(issue: Issue, status: str, now: datetime) -> None:
     if status == issue.status:
         return
     if status == Status.CLOSED:
@@ -204,7 +206,7 @@ def issue_update(
     assignee_id: Maybe[int | None] = UNSET,
     labels: Maybe[list[str] | None] = UNSET,
     source: str = "",
-) -> tuple[Issue, dict]:
+) -> tuple[Issue, IssueRecord]:
     """Apply the fields given (``None`` clears a text field); returns the issue and its
     record. No change, no event."""
     data = given(
@@ -232,19 +234,20 @@ def issue_update(
             issue.priority_rank = PRIORITY_RANK[issue.priority]
         if "status" in data:
             _apply_status(issue, data["status"], now)
-        labels = None
+        new_labels: list[Label] | None = None
         if "labels" in data:
-            labels = _resolve_labels(project, data["labels"] or [])
+            new_labels = _resolve_labels(project, data["labels"] or [])
         after = _snapshot(
-            issue, [label.name for label in labels] if labels is not None else current_labels
+            issue,
+            [label.name for label in new_labels] if new_labels is not None else current_labels,
         )
         changes = changes_diff(before, after)
         if not changes:
             return issue, issue_record(issue)
         issue.updated_at = now
         issue.save()
-        if labels is not None and "labels" in changes:
-            issue.labels.set(labels)
+        if new_labels is not None and "labels" in changes:
+            issue.labels.set(new_labels)
         if "status" in changes:
             _adjust_counts(project.pk, {before["status"]: -1, after["status"]: 1})
         IssueHistory.objects.bulk_create(
@@ -271,7 +274,7 @@ def issue_update(
     return issue, record
 
 
-def _event_type(changes: dict) -> str:
+def _event_type(changes: dict[str, Any]) -> str:
     status = changes.get("status")
     if status and status["current"] == Status.CLOSED:
         return "issue.closed"
@@ -399,7 +402,12 @@ def _label_issues_touch(label: Label) -> tuple[list[int], datetime]:
 
 
 def _record_label_change(
-    project: Project, issue_ids: list[int], now: datetime, *, actor, previous
+    project: Project,
+    issue_ids: list[int],
+    now: datetime,
+    *,
+    actor: User | None,
+    previous: Callable[[list[str]], list[str]],
 ) -> None:
     """A label renamed or deleted changed the labels of every issue carrying it: each gets its
     ``labels`` history row and its ``issue.updated`` event, as if edited one by one.

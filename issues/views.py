@@ -5,6 +5,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
+from collab.api.viewsets import ApiViewSet
 from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
@@ -20,7 +21,7 @@ from .serializers import (
 )
 
 
-class IssueListMixin:
+class IssueListMixin(ApiViewSet):
     """The list path: django-filter for the query, ``.values()`` rows for the output, and the
     kept per-status counters for the total whenever they answer it exactly."""
 
@@ -31,7 +32,7 @@ class IssueListMixin:
         (all of them when empty), used when only counter parameters are given."""
         queryset = self.filter_queryset(queryset).values(*records.ISSUE_FIELDS)
         self.page_counter = partial(self._count, kept_count=kept_count)
-        page = self.paginate_queryset(queryset)
+        page = self.paginate_queryset(queryset) or []
         return self.get_paginated_response(records.issue_attach_labels(page))
 
     def _count(self, queryset, *, kept_count) -> int:
@@ -75,7 +76,7 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     counter_params = GLOBAL_COUNTER_PARAMS
 
     def _kept(self, statuses: list[str]) -> int:
-        project_ids = selectors.visible_projects(user=self.request.user)
+        project_ids = selectors.visible_projects(user=self.actor)
         if self.request.query_params.get("project_id"):
             project_ids = project_ids.filter(pk=int(self.request.query_params["project_id"]))
         return selectors.issue_count(project_ids=project_ids, statuses=statuses)
@@ -85,7 +86,7 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
         return self.list_response(selectors.issue_list(user=request.user), kept_count=self._kept)
 
     def get_issue(self, pk) -> Issue:
-        issue = selectors.issue_get(user=self.request.user, issue_id=pk)
+        issue = selectors.issue_get(user=self.actor, issue_id=pk)
         if issue is None:
             raise Http404
         self.check_project_ability(issue.project, self.required_ability())
@@ -106,7 +107,7 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     def _update(self, pk, *, partial: bool):
         issue = self.get_issue(pk)
         data = self.validated(IssueInputSerializer, partial=partial)
-        _issue, record = services.issue_update(issue=issue, actor=self.request.user, **data)
+        _issue, record = services.issue_update(issue=issue, actor=self.actor, **data)
         return self.ok(record)
 
     @extend_schema(responses={200: None})
@@ -147,7 +148,7 @@ class LabelViewSet(ProjectAccessViewSet):
     queryset = Label.objects.none()
 
     def get_label(self, pk) -> Label:
-        label = selectors.label_get(user=self.request.user, label_id=pk)
+        label = selectors.label_get(user=self.actor, label_id=pk)
         if label is None:
             raise Http404
         self.check_project_ability(label.project, self.required_ability())
@@ -168,7 +169,7 @@ class LabelViewSet(ProjectAccessViewSet):
     def _update(self, pk, *, partial: bool):
         label = self.get_label(pk)
         data = self.validated(LabelInputSerializer, partial=partial)
-        label = services.label_update(label=label, actor=self.request.user, **data)
+        label = services.label_update(label=label, actor=self.actor, **data)
         return self.ok(LabelSerializer(label).data)
 
     @extend_schema(responses={200: None})

@@ -2,6 +2,7 @@
 
 from django.db.models import Q, QuerySet
 
+from accounts.models import User
 from accounts.roles import user_roles
 from events.models import Event
 from projects.models import Project
@@ -10,7 +11,7 @@ from projects.selectors import project_visibility_q
 from .models import Delivery, Webhook
 
 
-def visible_scope(*, user) -> tuple[set[int], set[int]]:
+def visible_scope(*, user: User) -> tuple[set[int], set[int]]:
     """The projects whose events the user may see, and the workspaces whose project-less
     events (workspace membership, for example) they may see."""
     project_ids = set(
@@ -25,7 +26,7 @@ def event_visibility_q(*, project_ids: set[int], workspace_ids: set[int]) -> Q:
     )
 
 
-def event_list(*, user) -> QuerySet:
+def event_list(*, user: User) -> QuerySet[Event]:
     project_ids, workspace_ids = visible_scope(user=user)
     return Event.objects.filter(
         event_visibility_q(project_ids=project_ids, workspace_ids=workspace_ids)
@@ -45,11 +46,11 @@ def types_q(patterns: list[str]) -> Q:
     return condition
 
 
-def webhook_list(*, project: Project) -> QuerySet:
+def webhook_list(*, project: Project) -> QuerySet[Webhook]:
     return Webhook.objects.filter(project=project).order_by("id")
 
 
-def webhook_get(*, user, webhook_id) -> Webhook | None:
+def webhook_get(*, user: User, webhook_id: int | str) -> Webhook | None:
     return (
         Webhook.objects.filter(project__in=Project.objects.filter(project_visibility_q(user)))
         .select_related("project")
@@ -58,11 +59,11 @@ def webhook_get(*, user, webhook_id) -> Webhook | None:
     )
 
 
-def delivery_list(*, webhook: Webhook) -> QuerySet:
+def delivery_list(*, webhook: Webhook) -> QuerySet[Delivery]:
     return Delivery.objects.filter(webhook=webhook).select_related("event").order_by("-id")
 
 
-def delivery_get(*, webhook: Webhook, delivery_id) -> Delivery | None:
+def delivery_get(*, webhook: Webhook, delivery_id: int | str) -> Delivery | None:
     return (
         Delivery.objects.filter(webhook=webhook, pk=delivery_id)
         .select_related("event", "webhook__project")

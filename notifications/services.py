@@ -14,8 +14,9 @@ import logging
 import random
 import secrets
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
+from typing import Any
 from urllib.parse import urlsplit
 
 from celery import current_app
@@ -55,7 +56,7 @@ def event_committed(event_id: int) -> None:
     stream.wake(event_id)
 
 
-def _enqueue(task: str, countdown: float | None = None, **kwargs) -> bool:
+def _enqueue(task: str, countdown: float | None = None, **kwargs: int) -> bool:
     """Queue the task of that name, or leave the work to the sweeper when the broker cannot
     take it.
 
@@ -146,9 +147,9 @@ def webhook_create(
     return webhook, generated
 
 
-def _webhook_snapshot(webhook: Webhook) -> dict:
+def _webhook_snapshot(webhook: Webhook) -> dict[str, Any]:
     # ``updated_at`` moves with every save; it is not a change of its own.
-    record = webhook_record(webhook)
+    record: dict[str, Any] = dict(webhook_record(webhook))
     del record["updated_at"]
     return record
 
@@ -195,19 +196,19 @@ def webhook_update(
     return webhook
 
 
-def deliveries_lock(**filters) -> None:
+def deliveries_lock(**filters: object) -> None:
     """Lock the deliveries about to be deleted with their webhook or project, as a worker
     settling one locks it: an attempt being recorded now is committed before they go, and
     none can be added once they are locked (it would reference a delivery about to vanish)."""
     list(Delivery.objects.select_for_update().filter(**filters).values_list("pk"))
 
 
-def project_deliveries_lock(*, instance, **kwargs) -> None:
+def project_deliveries_lock(*, instance: Project, **kwargs: object) -> None:
     """``pre_delete`` of a project, inside its deletion's transaction: lock its deliveries."""
     deliveries_lock(webhook__project_id=instance.pk)
 
 
-def webhook_delete(*, webhook: Webhook, actor) -> None:
+def webhook_delete(*, webhook: Webhook, actor: User | None) -> None:
     with transaction.atomic():
         deliveries_lock(webhook=webhook)
         event_record(
@@ -220,7 +221,7 @@ def webhook_delete(*, webhook: Webhook, actor) -> None:
         webhook.delete()
 
 
-def webhook_ping(*, webhook: Webhook, actor) -> Delivery:
+def webhook_ping(*, webhook: Webhook, actor: User | None) -> Delivery:
     """Send ``webhook.ping`` to this webhook alone (whatever it subscribes to, even disabled:
     it is how a receiver is tested before the hook is switched back on)."""
     with transaction.atomic():
@@ -237,7 +238,7 @@ def webhook_ping(*, webhook: Webhook, actor) -> Delivery:
     return delivery
 
 
-def delivery_redeliver(*, delivery: Delivery, actor) -> Delivery:
+def delivery_redeliver(*, delivery: Delivery, actor: User | None) -> Delivery:
     """A new delivery (a new uuid) of the same event to the same webhook, sent at once."""
     webhook = delivery.webhook
     if not webhook.is_active:
@@ -257,7 +258,7 @@ def delivery_redeliver(*, delivery: Delivery, actor) -> Delivery:
 
 
 def _send_after_commit(delivery_ids: list[int]) -> None:
-    def send():
+    def send() -> None:
         for delivery_id in delivery_ids:
             _enqueue(TASKS + "webhook_deliver", delivery_id=delivery_id)
 
@@ -305,8 +306,9 @@ def retry_delay(attempt: int) -> float:
     With the defaults (15 s doubling, capped at 4 h, 15 attempts) the last try comes about a
     day after the first.
     """
-    base = settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
-    return min(base, settings.WEBHOOK_RETRY_MAX_SECONDS) * random.uniform(0.8, 1.2)  # noqa: S311
+    base: float = settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+    cap: float = settings.WEBHOOK_RETRY_MAX_SECONDS
+    return min(base, cap) * random.uniform(0.8, 1.2)  # noqa: S311
 
 
 def delivery_send(*, delivery_id: int) -> Delivery | None:
@@ -348,7 +350,14 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
     return _delivery_settle(delivery, lease=lease, started=started, headers=headers, result=result)
 
 
-def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> Delivery:
+def _delivery_settle(
+    delivery: Delivery,
+    *,
+    lease: datetime,
+    started: datetime,
+    headers: dict[str, str],
+    result: transport.PostResult,
+) -> Delivery:
     now = timezone.now()
     webhook = delivery.webhook
     shown_headers = {k: v for k, v in headers.items() if "signature" not in k.lower()}
@@ -367,7 +376,7 @@ def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> 
             response_excerpt=result.response_excerpt,
             request_headers=shown_headers,
         )
-        update = {
+        update: dict[str, Any] = {
             "claimed_until": None,
             "last_status_code": result.status_code,
             "last_error": result.error or ("" if result.ok else f"HTTP {result.status_code}"),
@@ -391,7 +400,7 @@ def _delivery_settle(delivery: Delivery, *, lease, started, headers, result) -> 
     return delivery
 
 
-def _webhook_health(webhook: Webhook, *, ok: bool, now) -> None:
+def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
     hooks = Webhook.objects.filter(pk=webhook.pk)
     if ok:
         hooks.update(failing_since=None, last_delivery_at=now)

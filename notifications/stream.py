@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
@@ -96,7 +97,7 @@ class Subscriber:
         except asyncio.QueueFull:
             # A client too slow to keep up is dropped; it resumes with Last-Event-ID.
             self.overflowed = True
-            self.queue._queue.clear()  # noqa: SLF001 - make room for the closing marker
+            self.queue._queue.clear()  # type: ignore[attr-defined]  # noqa: SLF001 - make room for the closing marker
             self.queue.put_nowait(CLOSE)
 
 
@@ -110,7 +111,7 @@ def _stream_events(rows) -> list[StreamEvent]:
 
 
 def events_after(
-    after_id: int, *, gaps: list[int] = (), upto: int | None = None, query: Q | None = None
+    after_id: int, *, gaps: Sequence[int] = (), upto: int | None = None, query: Q | None = None
 ) -> list[StreamEvent]:
     condition = Q(id__gt=after_id)
     if upto is not None:
@@ -199,6 +200,7 @@ class Hub:
             self.task = asyncio.create_task(self._run(), name="collab-event-hub")
         await self.ready.wait()
         self.subscribers.add(subscriber)
+        assert self.reader is not None  # set by _run before ready
         return self.reader.last_id
 
     def unsubscribe(self, subscriber: Subscriber) -> None:

@@ -9,6 +9,7 @@ followed: a receiver answers where it was registered.
 
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
@@ -56,7 +57,12 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> P
     default_port = port == (443 if parts.scheme == "https" else 80)
     name = f"[{host}]" if ":" in host else host
     request_headers = {"Host": name if default_port else f"{name}:{port}", **headers}
-    pool_options = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
+    pool_options: dict[str, Any] = {
+        "timeout": urllib3.Timeout(total=timeout),
+        "retries": False,
+        "maxsize": 1,
+    }
+    pool: urllib3.HTTPConnectionPool
     if parts.scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
             address, port, server_hostname=host, assert_hostname=host, **pool_options

@@ -78,7 +78,7 @@ class WebhookViewSet(ProjectAccessViewSet):
     action_abilities = dict.fromkeys(action_scopes, MANAGE)
 
     def get_webhook(self, pk) -> Webhook:
-        webhook = selectors.webhook_get(user=self.request.user, webhook_id=pk)
+        webhook = selectors.webhook_get(user=self.actor, webhook_id=pk)
         if webhook is None:
             raise Http404
         self.check_project_ability(webhook.project, self.required_ability())

@@ -28,6 +28,12 @@ class Project(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # Set on a project by the reads that load it with more than its row (projects.selectors).
+    team_count: int
+    reader_id: int
+    reader_role: str | None
+    reader_on_team: bool
+
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["workspace", "visibility"])]

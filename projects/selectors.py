@@ -1,7 +1,9 @@
+from typing import Any
+
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from accounts.models import Membership, Role
+from accounts.models import Membership, Role, User
 from accounts.roles import role_remember, user_roles, workspace_role
 from collab.api.prepared import PreparedQuery
 from collab.api.routers import MAX_ID
@@ -11,7 +13,7 @@ from .models import Project, ProjectMember
 ADMIN_ROLES = (Role.OWNER, Role.ADMIN)
 
 
-def project_visibility_q(user, prefix: str = "") -> Q:
+def project_visibility_q(user: User, prefix: str = "") -> Q:
     """Which projects the user may see (CONTRACT section 4, Visibility).
 
     Public projects: everyone signed in. Internal: every member of the workspace.
@@ -31,7 +33,7 @@ def project_visibility_q(user, prefix: str = "") -> Q:
     )
 
 
-def project_visible(*, user, project: Project) -> bool:
+def project_visible(*, user: User, project: Project) -> bool:
     """``project_visibility_q`` for one project already loaded: the same rule, decided on the
     row and the user's role instead of compiled into SQL. A project from ``project_get``
     carries the reader's role and team seat; otherwise the roles are loaded once per request
@@ -50,7 +52,7 @@ def project_visible(*, user, project: Project) -> bool:
     return ProjectMember.objects.filter(project=project, user=user).exists()
 
 
-def _with_team_count(queryset: QuerySet) -> QuerySet:
+def _with_team_count(queryset: QuerySet[Project]) -> QuerySet[Project]:
     team = (
         ProjectMember.objects.filter(project=OuterRef("pk"))
         .order_by()
@@ -58,10 +60,12 @@ def _with_team_count(queryset: QuerySet) -> QuerySet:
         .annotate(count=Count("*"))
         .values("count")
     )
-    return queryset.annotate(team_count=Coalesce(Subquery(team, output_field=IntegerField()), 0))
+    count = Coalesce(Subquery(team, output_field=IntegerField()), 0)
+    # The attribute is declared on the model (it is set by hand too), hence the ignore.
+    return queryset.annotate(team_count=count)  # type: ignore[no-redef]
 
 
-def project_list(*, user, filters: dict | None = None) -> QuerySet:
+def project_list(*, user: User, filters: dict[str, Any] | None = None) -> QuerySet[Project]:
     queryset = Project.objects.filter(project_visibility_q(user))
     if filters:
         queryset = queryset.filter(**filters)
@@ -79,7 +83,9 @@ class ProjectLookup:
     running it (see collab.api.prepared).
     """
 
-    def __init__(self, *, with_team_count: bool = False, annotations: dict | None = None):
+    def __init__(
+        self, *, with_team_count: bool = False, annotations: dict[str, Any] | None = None
+    ) -> None:
         self.with_team_count = with_team_count
         self.annotations = dict(annotations or {})
         self.extra = ["reader_role", "reader_on_team", *self.annotations]
@@ -87,7 +93,7 @@ class ProjectLookup:
             self.extra.append("team_count")
         self.query = PreparedQuery(self._queryset, pk=int, user_id=int)
 
-    def _queryset(self, *, pk: int, user_id: int) -> QuerySet:
+    def _queryset(self, *, pk: int, user_id: int) -> QuerySet[Project, dict[str, Any]]:
         queryset = Project.objects.filter(pk=pk).annotate(
             reader_role=Subquery(
                 Membership.objects.filter(
@@ -101,12 +107,13 @@ class ProjectLookup:
         )
         if self.with_team_count:
             queryset = _with_team_count(queryset)
-        return queryset.values(*PROJECT_FIELDS, *self.extra)
+        rows: QuerySet[Project, dict[str, Any]] = queryset.values(*PROJECT_FIELDS, *self.extra)
+        return rows
 
-    def get(self, *, user, project_id) -> Project | None:
+    def get(self, *, user: User, project_id: int | str | None) -> Project | None:
         """The project if the user may see it, else None (whether it exists or not)."""
         try:
-            pk = int(project_id)
+            pk = int(project_id)  # type: ignore[arg-type]  # None: the TypeError below
         except (TypeError, ValueError):
             return None
         if not 0 < pk <= MAX_ID:
@@ -132,11 +139,13 @@ PROJECT_FIELDS = [field.attname for field in Project._meta.concrete_fields]
 _LOOKUPS = {flag: ProjectLookup(with_team_count=flag) for flag in (False, True)}
 
 
-def project_get(*, user, project_id, with_team_count: bool = True) -> Project | None:
+def project_get(
+    *, user: User, project_id: int | str | None, with_team_count: bool = True
+) -> Project | None:
     """The project if the user may see it, else None (whether it exists or not), in one
     query (``ProjectLookup``). Routes that do not show the project skip the team count."""
     return _LOOKUPS[with_team_count].get(user=user, project_id=project_id)
 
 
-def project_members(*, project: Project) -> QuerySet:
+def project_members(*, project: Project) -> QuerySet[ProjectMember]:
     return ProjectMember.objects.filter(project=project).select_related("user").order_by("id")

@@ -97,7 +97,7 @@ class ProjectViewSet(ProjectScopedViewSet):
             # would otherwise get the default and quietly reopen an archived project; for
             # an active one, dropping the default changes nothing.
             data.pop("status", None)
-        project = services.project_update(project=project, actor=self.request.user, **data)
+        project = services.project_update(project=project, actor=self.actor, **data)
         return self.ok(ProjectSerializer(project).data)
 
     @extend_schema(responses={200: None})

@@ -6,8 +6,11 @@ URL once, through the one visibility selector: a project the caller may not see 
 whatever the route.
 """
 
+from typing import cast
+
 from django.http import Http404
 
+from accounts.models import User
 from accounts.roles import require_ability
 from collab.api.exceptions import Conflict
 from collab.api.permissions import READ
@@ -20,6 +23,11 @@ from .models import Project
 class ProjectAccessViewSet(ApiViewSet):
     """A viewset whose records belong to a project it finds itself (an issue by its id): the
     role gate goes through that project's workspace."""
+
+    @property
+    def actor(self) -> User:
+        """The user making the change: authentication let no anonymous request this far."""
+        return cast(User, self.request.user)
 
     def check_project_ability(self, project: Project, ability: str) -> None:
         require_ability(self.request.user, project.workspace_id, ability)
@@ -45,10 +53,10 @@ class ProjectScopedViewSet(ProjectAccessViewSet):
         if cached is None:
             raw = self.kwargs.get(self.project_lookup_kwarg)
             if self.project_lookup is not None:
-                cached = self.project_lookup.get(user=self.request.user, project_id=raw)
+                cached = self.project_lookup.get(user=self.actor, project_id=raw)
             else:
                 cached = project_selectors.project_get(
-                    user=self.request.user,
+                    user=self.actor,
                     project_id=raw,
                     with_team_count=self.project_with_team_count,
                 )

@@ -33,12 +33,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import DatabaseError, connection
-from django.db.models import Model
 from django.dispatch import receiver
 
 logger = logging.getLogger("collab.ratelimit")
@@ -261,7 +261,7 @@ def _key(name: str) -> str:
     return f"{settings.RATE_LIMIT_KEY_PREFIX}{name}"
 
 
-def counter_model() -> type[Model]:
+def counter_model() -> Any:
     """The model the database store counts in (``settings.RATE_LIMIT_COUNTER_MODEL``)."""
     return apps.get_model(settings.RATE_LIMIT_COUNTER_MODEL)
 

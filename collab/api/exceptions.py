@@ -21,7 +21,7 @@ logger = logging.getLogger("collab.api")
 class ApiError(drf.APIException):
     """Base of the service's own errors: a status, a stable code and a details object."""
 
-    status_code = status.HTTP_400_BAD_REQUEST
+    status_code: int = status.HTTP_400_BAD_REQUEST
     code = "BAD_REQUEST"
     default_detail = "The request cannot be processed."
 
@@ -87,6 +87,8 @@ class RateLimited(ApiError):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     code = "RATE_LIMITED"
     default_detail = "Request limit exceeded."
+    # Seconds until a retry may succeed, when the raiser knows (the answer's Retry-After).
+    retry_after: int | None = None
 
 
 # DRF's exceptions and the codes they map to, for errors raised inside DRF itself.

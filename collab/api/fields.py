@@ -13,5 +13,5 @@ class EmptyAsNullCharField(serializers.CharField):
         kwargs["allow_null"] = True
         super().__init__(**kwargs)
 
-    def to_representation(self, value: Any) -> str | None:
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]  # null is the point
         return super().to_representation(value) if value else None

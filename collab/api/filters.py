@@ -1,5 +1,6 @@
 import functools
 from datetime import UTC
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -85,7 +86,7 @@ class CachedFormFilterSet(filters.FilterSet):
         names = frozenset(name for name in cls.base_filters if _names_filter(params, name))
         if len(names) == len(cls.base_filters):
             return cls
-        return _narrowed(cls, names)
+        return _narrowed(cls, names)  # type: ignore[arg-type]  # a class hashes by identity
 
 
 def _names_filter(params, name: str) -> bool:
@@ -95,10 +96,10 @@ def _names_filter(params, name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _narrowed(cls: type[CachedFormFilterSet], names: frozenset[str]) -> type:
+def _narrowed(cls: Any, names: frozenset[str]) -> Any:
     # At most one class per combination of a filterset's filters that requests use, so the
     # cache stays small; the bound keeps made-up combinations from growing it for ever.
-    narrowed = type(cls.__name__, (cls,), {"__module__": cls.__module__})
+    narrowed: Any = type(cls.__name__, (cls,), {"__module__": cls.__module__})
     narrowed.base_filters = {
         name: filter_ for name, filter_ in cls.base_filters.items() if name in names
     }

@@ -14,11 +14,11 @@ by a lock timeout), 409. A 5xx answer rolls everything back, so the client may r
 
 import hashlib
 from datetime import timedelta
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Model
 from django.utils import timezone
 
 from .exceptions import BadRequest, Conflict, ValidationFailed
@@ -28,13 +28,13 @@ HEADER = "Idempotency-Key"
 LIFETIME = timedelta(hours=24)
 
 
-def key_model() -> type[Model]:
+def key_model() -> Any:
     """The model keys are kept in (``settings.IDEMPOTENCY_KEY_MODEL``)."""
     return apps.get_model(settings.IDEMPOTENCY_KEY_MODEL)
 
 
 class IdempotentReplay(Exception):  # noqa: N818 - a control-flow signal, not an error
-    def __init__(self, record: Model):
+    def __init__(self, record: Any):
         super().__init__(record.key)
         self.record = record
 
@@ -56,7 +56,7 @@ STILL_RUNNING = f"A request with this {HEADER} is still being processed."
 class Claim:
     """A key claimed by the running request, with the transaction that holds its work."""
 
-    def __init__(self, record: Model, atomic):
+    def __init__(self, record: Any, atomic):
         self.record = record
         self.atomic = atomic
 
@@ -106,7 +106,7 @@ def idempotency_begin(request) -> Claim | None:
     raise Conflict(STILL_RUNNING)
 
 
-def _answer_of(existing: Model, request_hash: str):
+def _answer_of(existing: Any, request_hash: str):
     if existing.request_hash != request_hash:
         raise ValidationFailed(
             f"This {HEADER} was used with a different request.",

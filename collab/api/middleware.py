@@ -208,9 +208,8 @@ def _read_chunked(request, limit: int | None):
         body.extend(block)
     if limit is not None and len(body) > limit:
         return _too_large(limit)
-    body = bytes(body)
-    request._body = body
-    request._stream = io.BytesIO(body)
+    request._body = bytes(body)
+    request._stream = io.BytesIO(request._body)
     request.META["CONTENT_LENGTH"] = str(len(body))
     request.META.pop("HTTP_TRANSFER_ENCODING", None)
     return None

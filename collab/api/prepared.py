@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 
 from django.db import connections, router
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 # Stand-ins: values no caller passes, of the type the field expects, so the compiler keeps
 # them as they are (an integer field turns a string into a type error, and a string field
@@ -35,7 +35,7 @@ class PreparedQuery:
             raise TypeError(f"Parameters must be int or str: {unsupported}")
         self.build = build
         self.types = types
-        self._model = None
+        self._model: type[Model] | None = None
         self._local = threading.local()
 
     def rows(self, **params) -> list[dict]:

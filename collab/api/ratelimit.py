@@ -27,9 +27,11 @@ import ipaddress
 import logging
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from django.conf import settings
 from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.settings import api_settings
 
 from . import counters
@@ -132,7 +134,10 @@ def request_identity(request) -> Identity:
     if request.META.get("HTTP_AUTHORIZATION"):
         # DRF's configured authenticators (REST_FRAMEWORK's DEFAULT_AUTHENTICATION_CLASSES):
         # the one in use keeps its result on the request, so the view does not redo it.
-        for authenticator in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+        authenticators = cast(
+            list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES
+        )
+        for authenticator in authenticators:
             try:
                 authenticated = authenticator().authenticate(request)
             except exceptions.AuthenticationFailed:
@@ -187,7 +192,11 @@ def _refusal(usage: Usage):
             f"Rate limit exceeded for requests without valid credentials from this address "
             f"({identity.limit} per hour). Sign in, or try again in {retry_after} seconds."
         )
-    details = {"limit": identity.limit, "reset": usage.reset, "retry_after": retry_after}
+    details: dict[str, int | str | None] = {
+        "limit": identity.limit,
+        "reset": usage.reset,
+        "retry_after": retry_after,
+    }
     if identity.is_account:
         details["tier"] = identity.tier
     return json_error(429, "RATE_LIMITED", message, details, Retry_After=str(retry_after))

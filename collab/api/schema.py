@@ -188,7 +188,7 @@ def _error_response(code: str, description: str | None = None) -> dict:
 
 class BearerScheme(OpenApiAuthenticationExtension):
     # The authentication class is the accounts app's; the plumbing knows it by the setting.
-    target_class = settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"][0]
+    target_class: str = settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"][0]  # type: ignore[index]
     name = "bearer"
 
     def get_security_definition(self, auto_schema):

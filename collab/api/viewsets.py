@@ -7,6 +7,7 @@ gate) is the projects app's: ``projects.viewsets``.
 """
 
 from django.http import Http404
+from django_filters.filterset import FilterSet
 from rest_framework import viewsets
 from rest_framework.response import Response
 
@@ -25,7 +26,7 @@ from .validation import json_type_errors
 
 class ApiViewSet(viewsets.GenericViewSet):
     scope_group = ""
-    filterset_class = None
+    filterset_class: type[FilterSet] | None = None
     # Overrides of the defaults (read for GET, write for POST/PUT/PATCH, admin for DELETE).
     action_scopes: dict[str, str] = {}
     action_abilities: dict[str, str] = {}
@@ -77,10 +78,12 @@ class ApiViewSet(viewsets.GenericViewSet):
             return self.action_scopes[self.action]
         if not self.scope_group:
             return None
-        return f"{self.scope_group}:{default_level(self.request.method)}"
+        return f"{self.scope_group}:{default_level(self.request.method or 'GET')}"
 
     def required_ability(self) -> str:
-        return self.action_abilities.get(self.action) or default_ability(self.request.method)
+        return self.action_abilities.get(self.action) or default_ability(
+            self.request.method or "GET"
+        )
 
     def validated(self, serializer_class, *, data=None, partial=False, **context) -> dict:
         payload = self.request.data if data is None else data

@@ -66,9 +66,9 @@ class Command(BaseCommand):
             validate_email(email)
         except ValidationError:
             raise CommandError(f"'{email}' is not a valid email address.") from None
-        if len(name) > User._meta.get_field("name").max_length:
+        if len(name) > (User._meta.get_field("name").max_length or 0):
             raise CommandError("--name is too long.")
-        if workspace and len(workspace) > Workspace._meta.get_field("name").max_length:
+        if workspace and len(workspace) > (Workspace._meta.get_field("name").max_length or 0):
             raise CommandError("--workspace is too long.")
         if role is not None:
             if role not in Role.values:
