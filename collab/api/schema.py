@@ -188,6 +188,7 @@ def _error_response(code: str, description: str | None = None) -> dict:
 
 class BearerScheme(OpenApiAuthenticationExtension):
     # The authentication class is the accounts app's; the plumbing knows it by the setting.
+    # (settings are untyped: mypy cannot know REST_FRAMEWORK holds a dict of lists)
     target_class: str = settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"][0]  # type: ignore[index]
     name = "bearer"
 
