@@ -25,7 +25,9 @@ per endpoint in this process, through Django's test client):
 - the issue list (``status=open&per_page=50``, pages 1 and 20) on both sizes, and the bare
   Django view (bench/views.py) on the same pages: same filter, exact count, rows and labels;
 - ``GET /v1/issues/:id``, ``POST /v1/projects/:id/issues`` and ``PATCH /v1/issues/:id`` (the
-  writes go to a project of their own, "Bench writes", so the measured sizes stay put);
+  writes go to a project of their own, "Bench writes", so the measured sizes stay put), the
+  writes against bare views doing their essential writes (bench/views.py); creates from 8
+  clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
 - ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
 - webhook delivery: an issue created over HTTP to its signed delivery at a receiver on
   127.0.0.1 (p50, p99), then a burst, for deliveries per second of the one worker process;
@@ -35,9 +37,13 @@ per endpoint in this process, through Django's test client):
 
 Every request figure is also given as a ratio to the bare baseline on the 10,000-issue project,
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
-``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>``: the
-list's throughput against the baseline's, what the list and the metrics cost on the big project
-against the small one (time per request, 1.00 = the same), and creates against the baseline.
+``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>
+create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n> stream_p99_ms=<n>``:
+the list's throughput against the baseline's, what the list and the metrics cost on the big
+project against the small one (time per request, 1.00 = the same), creates against the list's
+baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
+per second through bulk requests of 100, webhook deliveries per second of one worker process,
+and the stream's write-to-frame p99.
 Stops every process it started and revokes its API key.
 """
 
@@ -81,6 +87,7 @@ from bench.harness import (  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
+BULK_ITEMS = 100
 
 
 def main() -> int:
@@ -192,7 +199,8 @@ def rollups_bring_up(project_id: int) -> float:
 
 
 def writes_project() -> dict:
-    """A project for the writes, with issues for PATCH to change in turn."""
+    """A project for the writes, with issues for PATCH to change in turn, and eight more for
+    concurrent creates spread over projects."""
     from accounts.models import User
     from issues.models import Issue
     from issues.services import issue_create
@@ -200,24 +208,43 @@ def writes_project() -> dict:
     from projects.services import project_create
 
     owner = User.objects.get(email=OWNER)
-    project = Project.objects.filter(workspace__name=WORKSPACE, name="Bench writes").first()
-    if project is None:
-        workspace = Project.objects.filter(workspace__name=WORKSPACE).first().workspace
-        project = project_create(
-            workspace=workspace, actor=owner, name="Bench writes", visibility="private"
+    workspace = Project.objects.filter(workspace__name=WORKSPACE).first().workspace
+
+    def named(name: str) -> Project:
+        project = Project.objects.filter(workspace=workspace, name=name).first()
+        return project or project_create(
+            workspace=workspace, actor=owner, name=name, visibility="private"
         )
+
+    project = named("Bench writes")
     issue_ids = list(
         Issue.objects.filter(project=project).order_by("number").values_list("id", flat=True)[:50]
     )
     for n in range(len(issue_ids), 50):
         issue_ids.append(issue_create(project=project, actor=owner, title=f"W{n}").pk)
-    return {"id": project.pk, "issue_ids": issue_ids}
+    for label in ("bench", "write"):  # the labels the creates name, as the baselines find them
+        issue_create(project=project, actor=owner, title=f"Label {label}", labels=[label])
+    spread = [named(f"Bench writes {n}").pk for n in range(1, 9)]
+    return {"id": project.pk, "issue_ids": issue_ids, "spread_ids": spread}
 
 
 # What is measured ----------------------------------------------------------------------------
 
 
-def case(name, paths, *, server="api", method="GET", bodies=(), baseline=BASELINE, auth=True):
+def case(
+    name,
+    paths,
+    *,
+    server="api",
+    method="GET",
+    bodies=(),
+    baseline=BASELINE,
+    auth=True,
+    connections=None,
+    items=1,
+):
+    """One measurement: ``connections`` overrides --connections; ``items`` is how many issues
+    one request writes (a bulk request's), for issues per second."""
     return {
         "name": name,
         "paths": list(paths),
@@ -226,6 +253,8 @@ def case(name, paths, *, server="api", method="GET", bodies=(), baseline=BASELIN
         "bodies": [json.dumps(body) for body in bodies],
         "baseline": baseline,
         "auth": auth,
+        "connections": connections,
+        "items": items,
     }
 
 
@@ -248,10 +277,35 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
     cases.append(case("issue get", issue_paths))
     # Three bodies over fifty issues: every request changes its issue (a history row, an event).
     priorities = [{"priority": p} for p in ("low", "high", "medium")]
-    cases.append(case("issue patch", issue_paths, method="PATCH", bodies=priorities))
-    titles = [{"title": f"Bench write {n}", "labels": ["bench"]} for n in range(7)]
+    bare_paths = [f"/bench/bare/issues/{pk}" for pk in writes["issue_ids"]]
+    cases.append(case("bare patch", bare_paths, method="PATCH", bodies=priorities, auth=False))
     cases.append(
-        case("issue create", [f"/v1/projects/{writes['id']}/issues"], method="POST", bodies=titles)
+        case("issue patch", issue_paths, method="PATCH", bodies=priorities, baseline="bare patch")
+    )
+    titles = [{"title": f"Bench write {n}", "labels": ["bench", "write"]} for n in range(7)]
+    creates = f"/v1/projects/{writes['id']}/issues"
+    bare_creates = f"/bench/bare/projects/{writes['id']}/issues/create"
+    cases.append(case("bare create", [bare_creates], method="POST", bodies=titles, auth=False))
+    cases.append(
+        case("issue create", [creates], method="POST", bodies=titles, baseline="bare create")
+    )
+    # Eight writers at once: into one project (they meet on its number), then one each.
+    cases.append(
+        case("create 8 clients 1 project", [creates], method="POST", bodies=titles, connections=8)
+    )
+    spread = [f"/v1/projects/{pk}/issues" for pk in writes["spread_ids"]]
+    cases.append(
+        case("create 8 clients 8 projects", spread, method="POST", bodies=titles, connections=8)
+    )
+    batch = [{"title": f"Bulk {n}", "labels": ["bench"]} for n in range(BULK_ITEMS)]
+    cases.append(
+        case(
+            "bulk create x100",
+            [f"{creates}/bulk"],
+            method="POST",
+            bodies=[{"items": batch}],
+            items=BULK_ITEMS,
+        )
     )
     small = projects["small"]["id"]
     cases.append(case("users/me", ["/v1/users/me"]))
@@ -308,15 +362,24 @@ def measure_requests(args, load, cases: list[dict], bases: dict, token: str) -> 
 def measure_rounds(args, load, cases: list[dict], bases: dict, token: str) -> None:
     for round_ in range(1, args.rounds + 1):
         for item in cases:
+            driver = load
+            if item["connections"]:
+                driver = load_generator(
+                    connections=item["connections"],
+                    requests=args.requests,
+                    python=args.python_load,
+                )
             headers = dict(FRESH_CONNECTION)
             if item["auth"]:
                 headers["Authorization"] = f"Bearer {token}"
             target = Target(
                 bases[item["server"]], item["paths"], headers, item["method"], item["bodies"]
             )
-            if round_ == 1 and not args.smoke:
-                load.drive(target, 1, warm=True)
-            result = load.drive(target, args.seconds)
+            # A smoke run warms only the writes: their first requests open each server
+            # process's broker connection, which on a loaded machine can outlast a short turn.
+            if round_ == 1 and (not args.smoke or item["method"] != "GET"):
+                driver.drive(target, 1, warm=True)
+            result = driver.drive(target, args.seconds)
             item.setdefault("rounds", []).append(result)
             print(
                 f"  round {round_}/{args.rounds} {item['name']:<26}"
@@ -588,6 +651,11 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
                 "p50_ms": figures["p50_ms"],
                 "p99_ms": figures["p99_ms"],
                 "queries": item["queries"],
+                "issues_per_second": (
+                    round(figures["requests_per_second"] * item["items"], 1)
+                    if item["method"] == "POST"
+                    else None
+                ),
                 "vs_bare": round(figures["requests_per_second"] / baseline, 2),
                 "vs_own_bare": (
                     round(
@@ -600,6 +668,13 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
                 ),
                 "rounds_requests_per_second": [r["requests_per_second"] for r in item["rounds"]],
             }
+        )
+
+    def ratio(name: str, other: str) -> float:
+        return round(
+            by_name[name]["load"]["requests_per_second"]
+            / by_name[other]["load"]["requests_per_second"],
+            2,
         )
 
     def cost(large_name: str, small_name: str) -> float:
@@ -617,6 +692,11 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "dashboard1M/dashboard10k": cost("dashboard large", "dashboard small"),
         "list1M_p20/list10k_p20": cost("list large p20", "list small p20"),
         "create/bare": round(by_name["issue create"]["load"]["requests_per_second"] / baseline, 2),
+        "create/bare_create": ratio("issue create", "bare create"),
+        "patch/bare_patch": ratio("issue patch", "bare patch"),
+        "create_8_clients_1_project/8_projects": ratio(
+            "create 8 clients 1 project", "create 8 clients 8 projects"
+        ),
         "limiter_on/off users_me": round(
             by_name["users/me limiter on"]["load"]["requests_per_second"]
             / by_name["users/me"]["load"]["requests_per_second"],
@@ -629,18 +709,27 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         ),
     }
 
+    hooks, stream = results["webhooks"], results["stream"]
+    bulk = next(row for row in rows if row["name"] == "bulk create x100")
+    figures = {
+        "bulk_create/s": round(bulk["issues_per_second"]),
+        "webhooks/s": round(hooks["deliveries_per_second_per_worker"]),
+        "stream_p99_ms": round(stream["p99_ms"]),
+    }
     print()
     header = (
         f"{'measurement':<28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'queries':>7} {'/bare':>6}"
+        f" {'/own':>6} {'issues/s':>9}"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
+        own = f"{row['vs_own_bare']:>6.2f}" if row["vs_own_bare"] is not None else f"{'':>6}"
+        made = f"{row['issues_per_second']:>9.0f}" if row["issues_per_second"] else f"{'':>9}"
         print(
             f"{row['name']:<28} {row['requests_per_second']:>8.1f} {row['p50_ms']:>8.2f} "
-            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {row['vs_bare']:>6.2f}"
+            f"{row['p99_ms']:>8.2f} {row['queries']:>7} {row['vs_bare']:>6.2f} {own} {made}"
         )
-    hooks, stream = results["webhooks"], results["stream"]
     print()
     print(
         f"webhooks: write to delivery p50 {hooks['p50_ms']} ms, p99 {hooks['p99_ms']} ms "
@@ -685,6 +774,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "webhooks": hooks,
         "stream": stream,
         "ratios": ratios,
+        "figures": figures,
         "elapsed_seconds": results["elapsed_seconds"],
     }
     args.output.write_text(json.dumps(document, indent=2) + "\n")
@@ -693,7 +783,12 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"bench: list/bare={ratios['list/bare']:.2f} "
         f"list1M/list10k={ratios['list1M/list10k']:.2f} "
         f"metrics1M/metrics10k={ratios['metrics1M/metrics10k']:.2f} "
-        f"create/bare={ratios['create/bare']:.2f}"
+        f"create/bare={ratios['create/bare']:.2f} "
+        f"create/bare_create={ratios['create/bare_create']:.2f} "
+        f"patch/bare_patch={ratios['patch/bare_patch']:.2f} "
+        f"bulk_create/s={figures['bulk_create/s']} "
+        f"webhooks/s={figures['webhooks/s']} "
+        f"stream_p99_ms={figures['stream_p99_ms']}"
     )
 
 

@@ -1,8 +1,9 @@
 """Writing to the event log: every app records its changes here, inside their transaction.
 
 The log knows nothing of who reads it. The consumers above it (webhooks, the stream) are named
-in ``settings.EVENT_LOG_CONSUMERS`` as dotted paths to functions taking an event id; each is
-called after the recording transaction commits.
+in ``settings.EVENT_LOG_CONSUMERS`` as dotted paths to functions taking a list of event ids (in
+the order they were recorded); each is called after the recording transaction commits, once
+per ``event_record`` and once for all the events of an ``event_record_many``.
 """
 
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ ModelT = TypeVar("ModelT", bound=models.Model)
 
 
 @cache
-def _consumers() -> tuple[Callable[[int], None], ...]:
+def _consumers() -> tuple[Callable[[list[int]], None], ...]:
     return tuple(import_string(path) for path in settings.EVENT_LOG_CONSUMERS)
 
 
@@ -37,9 +38,9 @@ def _forget_consumers(*, setting: str, **kwargs: Any) -> None:
         _consumers.cache_clear()
 
 
-def _event_committed(event_id: int) -> None:
+def _events_committed(event_ids: list[int]) -> None:
     for consumer in _consumers():
-        consumer(event_id)
+        consumer(event_ids)
 
 
 def event_record(
@@ -67,8 +68,31 @@ def event_record(
         data=data,
         changes=changes,
     )
-    transaction.on_commit(partial(_event_committed, event.pk))
+    transaction.on_commit(partial(_events_committed, [event.pk]))
     return event
+
+
+def event_record_many(events: list[dict[str, Any]]) -> list[Event]:
+    """``event_record`` for several changes of one transaction, in one statement: each dict
+    holds ``event_record``'s arguments. Their ids follow their order."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("event_record_many() must run inside the transaction of the change.")
+    rows = Event.objects.bulk_create(
+        [
+            Event(
+                type=event["type"],
+                workspace_id=event["workspace_id"],
+                project_id=event.get("project_id"),
+                actor_id=getattr(event.get("actor"), "pk", event.get("actor")),
+                data=event["data"],
+                changes=event.get("changes"),
+            )
+            for event in events
+        ]
+    )
+    # One hook for them all: the consumers hand the batch on at once (one fan-out task).
+    transaction.on_commit(partial(_events_committed, [row.pk for row in rows]))
+    return rows
 
 
 def changes_diff(before: dict[str, Any], after: dict[str, Any]) -> Changes:

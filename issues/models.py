@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -76,6 +78,10 @@ class Issue(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
+
+    # Set by issue_create on the issue it made: its record as written (an IssueRecord of
+    # issues.records, which imports this module), answered as is.
+    record: dict[str, Any]
 
     class Meta:
         ordering = ["-created_at", "-id"]

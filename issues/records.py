@@ -80,6 +80,21 @@ def issue_attach_labels(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def issue_record_from(issue: Issue, labels: list[str]) -> IssueRecord:
+    """``issue_record`` of an issue just written, from the instance, without reading it back.
+
+    ``labels`` must be in the order the database sorts label names (``issue_attach_labels``
+    sorts by ``label__name``, whose collation Python's ``sorted`` need not share): the issue
+    services read them ordered by name.
+    """
+    row = {name: getattr(issue, "pk" if name == "id" else name) for name in ISSUE_FIELDS}
+    record = {
+        name: iso_z(value) if isinstance(value, datetime) else value for name, value in row.items()
+    }
+    record["labels"] = list(labels)
+    return cast(IssueRecord, record)
+
+
 def issue_record(issue: Issue) -> IssueRecord:
     """One issue as plain JSON values: for responses, history and event payloads alike."""
     return issue_records(Issue.objects.filter(pk=issue.pk))[0]

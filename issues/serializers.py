@@ -1,6 +1,8 @@
 from rest_framework import serializers
 
+from collab.api.bulk import MAX_ITEMS
 from collab.api.fields import EmptyAsNullCharField
+from collab.api.routers import MAX_ID
 
 from .models import IssueType, Label, Priority, Status
 
@@ -78,3 +80,54 @@ class LabelInputSerializer(serializers.Serializer):
     description = serializers.CharField(
         max_length=200, required=False, allow_blank=True, default=""
     )
+
+
+BULK_ITEMS_HELP = (
+    f"1 to {MAX_ITEMS} objects, each checked on its own: one with a bad field is answered "
+    "with its own 422 in the results, not refused with the request."
+)
+
+
+class BulkRequestSerializer(serializers.Serializer):
+    """A bulk request: a list of objects, each checked one by one (each answers for itself)."""
+
+    whole_on_patch = True  # the envelope is required even on PATCH (see the schema)
+
+    items = serializers.ListField(
+        child=serializers.DictField(), min_length=1, max_length=MAX_ITEMS, help_text=BULK_ITEMS_HELP
+    )
+    atomic = serializers.BooleanField(
+        default=False, help_text="All or nothing: the first failing item fails the request."
+    )
+
+
+class IssueBulkCreateSerializer(BulkRequestSerializer):
+    """``POST /v1/projects/:id/issues/bulk``: each item the body of a single create
+    (``title`` required; ``description``, ``type``, ``priority``, ``status``, ``assignee_id``,
+    ``labels``)."""
+
+
+class IssueBulkUpdateSerializer(BulkRequestSerializer):
+    """``PATCH /v1/issues/bulk``: each item ``{"id": <issue>, ...the fields to change}``, as the
+    body of a single PATCH."""
+
+
+class IssueBulkUpdateItemSerializer(IssueInputSerializer):
+    """One item of ``PATCH /v1/issues/bulk``, checked on its own."""
+
+    id = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="The issue to change.")
+
+
+class BulkErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.DictField()
+
+
+class IssueBulkResultSerializer(serializers.Serializer):
+    """One item's answer: its record (201 created, 200 changed) or its error."""
+
+    index = serializers.IntegerField(help_text="The item's position in the request, from 0.")
+    status = serializers.IntegerField(help_text="What the item alone would have answered.")
+    data = IssueSerializer(allow_null=True)  # type: ignore[assignment]  # a field, not .data
+    error = BulkErrorSerializer(allow_null=True)

@@ -6,7 +6,8 @@ advanced with ``UPDATE ... RETURNING``: concurrent creates queue on that row and
 the next number, with no gaps and no duplicates.
 """
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,10 +16,11 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from accounts.models import User
+from collab.api import bulk
 from collab.api.exceptions import NotFound, ValidationFailed
 from collab.sequences import sequence_next
 from collab.unset import UNSET, Maybe, given
-from events.services import changes_diff, event_record, model_update
+from events.services import changes_diff, event_record, event_record_many, model_update
 from projects.models import Project
 
 from .models import (
@@ -30,7 +32,7 @@ from .models import (
     Label,
     Status,
 )
-from .records import IssueRecord, issue_record, issue_records, label_record
+from .records import IssueRecord, issue_record, issue_record_from, issue_records, label_record
 from .selectors import assignee_allowed
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
@@ -91,15 +93,23 @@ def _resolve_labels(project: Project, names: list[str]) -> list[Label]:
     wanted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
     if not wanted:
         return []
-    in_project = Label.objects.filter(project=project, name__in=wanted)
-    existing = {label.name: label for label in in_project}
-    missing = [name for name in wanted if name not in existing]
-    if missing:
+    in_project = Label.objects.filter(project=project, name__in=wanted).order_by("name")
+    found = list(in_project)
+    if len(found) < len(wanted):
+        have = {label.name for label in found}
         Label.objects.bulk_create(
-            [Label(project=project, name=name) for name in missing], ignore_conflicts=True
+            [Label(project=project, name=name) for name in wanted if name not in have],
+            ignore_conflicts=True,
         )
-        existing = {label.name: label for label in in_project.all()}
-    return [existing[name] for name in wanted]
+        found = list(in_project.all())
+    # In the database's order of names: the order the issue's record lists them in.
+    return found
+
+
+def _link_labels(issue: Issue, labels: list[Label]) -> None:
+    """The label links of a new issue, in one statement."""
+    through = Issue.labels.through
+    through.objects.bulk_create([through(issue_id=issue.pk, label_id=label.pk) for label in labels])
 
 
 def _snapshot(issue: Issue, labels: list[str]) -> dict[str, Any]:
@@ -136,16 +146,18 @@ def issue_create(
     assignee_id: int | None = None,
     labels: list[str] | None = None,
 ) -> Issue:
-    """A new issue with the next number of its project; ``None`` takes the default."""
+    """A new issue with the next number of its project; ``None`` takes the default.
+
+    The issue carries its ``record`` as written (for the answer, without reading it back).
+    """
     with transaction.atomic():
         assignee = _resolve_assignee(project, assignee_id)
         label_rows = _resolve_labels(project, labels or [])
         now = timezone.now()
         status = status or Status.OPEN
         priority = priority or Issue._meta.get_field("priority").default
-        issue = Issue.objects.create(
+        issue = Issue(
             project=project,
-            number=sequence_next(IssueSequence, parent_field="project", parent_id=project.pk),
             title=title,
             description=description or "",
             type=type or Issue._meta.get_field("type").default,
@@ -158,10 +170,15 @@ def issue_create(
             updated_at=now,
             closed_at=now if status == Status.CLOSED else None,
         )
+        # The project's number as late as can be: the sequence row stays locked until
+        # commit, and concurrent creates in the project wait for it from here on.
+        issue.number = sequence_next(IssueSequence, parent_field="project", parent_id=project.pk)
+        issue.save(force_insert=True)
         if label_rows:
-            issue.labels.set(label_rows)
+            _link_labels(issue, label_rows)
         _adjust_counts(project.pk, {status: 1})
-        record = issue_record(issue)
+        record = issue_record_from(issue, [label.name for label in label_rows])
+        issue.record = dict(record)
         IssueHistory.objects.create(
             issue=issue, field="created", new_value=record, actor=actor, created_at=now
         )
@@ -173,6 +190,116 @@ def issue_create(
             data={"issue": record},
         )
     return issue
+
+
+def issue_create_many(
+    *,
+    project: Project,
+    actor: User | None,
+    items: Sequence[tuple[int, dict[str, Any]]],
+    atomic: bool,
+) -> list[dict[str, Any]]:
+    """Several new issues of one project, validated items ``(index, fields)`` of a bulk
+    request, written in a handful of statements whatever their number: their labels at once,
+    their numbers in one step (consecutive, in input order), one insert each for the issues,
+    their label links, their history and their events. An item whose assignee may not be
+    assigned is answered with that error (``atomic``: the request is, before any write)."""
+    results: list[dict[str, Any]] = []
+    assignees: dict[int, User | None] = {}
+    accepted: list[tuple[int, dict[str, Any]]] = []
+    for index, fields in items:
+        assignee_id = fields.get("assignee_id")
+        try:
+            if assignee_id is not None and assignee_id not in assignees:
+                assignees[assignee_id] = _resolve_assignee(project, assignee_id)
+        except ValidationFailed as exc:
+            results.append(bulk.failure(index, exc))
+            continue
+        accepted.append((index, fields))
+    if atomic:
+        bulk.raise_first(results)
+    if not accepted:
+        return results
+    with transaction.atomic():
+        names = [name for _, fields in accepted for name in fields.get("labels") or []]
+        labels = _resolve_labels(project, names)  # in the database's order of names
+        label_ids = {label.name: label.pk for label in labels}
+        now = timezone.now()
+        issues = [
+            Issue(
+                project=project,
+                title=fields["title"],
+                description=fields.get("description") or "",
+                type=fields.get("type") or Issue._meta.get_field("type").default,
+                priority=fields.get("priority") or Issue._meta.get_field("priority").default,
+                status=fields.get("status") or Status.OPEN,
+                assignee=assignees.get(fields.get("assignee_id")),  # type: ignore[arg-type]
+                reporter=actor,
+                created_at=now,
+                updated_at=now,
+            )
+            for _, fields in accepted
+        ]
+        last = sequence_next(
+            IssueSequence, parent_field="project", parent_id=project.pk, count=len(issues)
+        )
+        for offset, issue in enumerate(issues):
+            issue.number = last - len(issues) + 1 + offset
+            issue.priority_rank = PRIORITY_RANK[issue.priority]
+            issue.closed_at = now if issue.status == Status.CLOSED else None
+        Issue.objects.bulk_create(issues)
+        own_labels = [
+            [label.name for label in labels if label.name in set(fields.get("labels") or [])]
+            for _, fields in accepted
+        ]
+        through = Issue.labels.through
+        through.objects.bulk_create(
+            through(issue_id=issue.pk, label_id=label_ids[name])
+            for issue, names_of in zip(issues, own_labels, strict=True)
+            for name in names_of
+        )
+        _adjust_counts(project.pk, dict(Counter(issue.status for issue in issues)))
+        records = [
+            issue_record_from(issue, names_of)
+            for issue, names_of in zip(issues, own_labels, strict=True)
+        ]
+        IssueHistory.objects.bulk_create(
+            IssueHistory(
+                issue=issue, field="created", new_value=record, actor=actor, created_at=now
+            )
+            for issue, record in zip(issues, records, strict=True)
+        )
+        event_record_many(
+            [
+                {
+                    "type": "issue.created",
+                    "workspace_id": project.workspace_id,
+                    "project_id": project.pk,
+                    "actor": actor,
+                    "data": {"issue": record},
+                }
+                for record in records
+            ]
+        )
+    for (index, _), record in zip(accepted, records, strict=True):
+        results.append(bulk.item_result(index, 201, dict(record)))
+    return sorted(results, key=lambda result: result["index"])
+
+
+def issue_update_many(
+    *,
+    actor: User | None,
+    items: Sequence[tuple[int, tuple[Issue, dict[str, Any]]]],
+    atomic: bool,
+) -> list[dict[str, Any]]:
+    """``issue_update`` of each ``(index, (issue, fields))`` of a bulk request, each in its own
+    savepoint, all in one transaction: one history row and one event per change, as alone."""
+
+    def apply(pair: tuple[Issue, dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+        issue, fields = pair
+        return 200, dict(issue_update(issue=issue, actor=actor, **fields)[1])
+
+    return bulk.apply_each(items, apply, atomic=atomic)
 
 
 def _issue_lock(issue_id: int) -> Issue:
@@ -221,7 +348,7 @@ def issue_update(
     with transaction.atomic():
         issue = _issue_lock(issue.pk)
         project = issue.project
-        current_labels = list(issue.labels.values_list("name", flat=True))
+        current_labels = list(issue.labels.order_by("name").values_list("name", flat=True))
         before = _snapshot(issue, current_labels)
         now = timezone.now()
         if "assignee_id" in data and data["assignee_id"] != issue.assignee_id:
@@ -242,8 +369,9 @@ def issue_update(
             [label.name for label in new_labels] if new_labels is not None else current_labels,
         )
         changes = changes_diff(before, after)
+        labels_now = [label.name for label in new_labels] if new_labels is not None else None
         if not changes:
-            return issue, issue_record(issue)
+            return issue, issue_record_from(issue, current_labels)
         issue.updated_at = now
         issue.save()
         if new_labels is not None and "labels" in changes:
@@ -262,7 +390,7 @@ def issue_update(
             )
             for name, change in changes.items()
         )
-        record = issue_record(issue)
+        record = issue_record_from(issue, labels_now if labels_now is not None else current_labels)
         event_record(
             type=_event_type(changes),
             workspace_id=project.workspace_id,

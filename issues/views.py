@@ -5,6 +5,8 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 
+from collab.api import bulk
+from collab.api.exceptions import EXPECTED_ERRORS, ValidationFailed
 from collab.api.viewsets import ApiViewSet
 from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
@@ -13,6 +15,11 @@ from . import records, selectors, services
 from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
 from .models import Issue, Label
 from .serializers import (
+    BulkRequestSerializer,
+    IssueBulkCreateSerializer,
+    IssueBulkResultSerializer,
+    IssueBulkUpdateItemSerializer,
+    IssueBulkUpdateSerializer,
     IssueHistorySerializer,
     IssueInputSerializer,
     IssueSerializer,
@@ -64,7 +71,38 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
         project = self.get_project()
         data = self.validated(IssueInputSerializer)
         issue = services.issue_create(project=project, actor=request.user, **data)
-        return self.created(records.issue_record(issue), f"/v1/issues/{issue.pk}")
+        return self.created(issue.record, f"/v1/issues/{issue.pk}")
+
+    @extend_schema(
+        request=IssueBulkCreateSerializer,
+        responses={200: IssueBulkResultSerializer(many=True)},
+        filters=False,
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="bulk",
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def bulk(self, request, project_id=None):
+        """Up to 100 issues at once: each item answered for itself, in input order (a bad
+        item does not sink the others unless ``atomic``)."""
+        project = self.get_project()
+        body = self.validated(BulkRequestSerializer)
+        items, results = [], []
+        checked = self.validated_items(IssueInputSerializer, body["items"])
+        for index, fields in enumerate(checked):
+            if isinstance(fields, ValidationFailed):
+                results.append(bulk.failure(index, fields))
+            else:
+                items.append((index, fields))
+        if body["atomic"]:
+            bulk.raise_first(results)
+        results += services.issue_create_many(
+            project=project, actor=self.actor, items=items, atomic=body["atomic"]
+        )
+        return self.ok(sorted(results, key=lambda result: result["index"]))
 
 
 class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
@@ -114,6 +152,39 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     def destroy(self, request, pk=None):
         services.issue_delete(issue=self.get_issue(pk), actor=request.user)
         return self.deleted()
+
+    @extend_schema(
+        request=IssueBulkUpdateSerializer,
+        responses={200: IssueBulkResultSerializer(many=True)},
+        filters=False,
+    )
+    @action(
+        detail=False,
+        methods=["patch"],
+        url_path="bulk",
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def bulk(self, request):
+        """Up to 100 issues changed at once, each item ``{"id", ...fields}`` answered for
+        itself, in input order: one history row and one event per change, as alone."""
+        body = self.validated(BulkRequestSerializer)
+        items, results = [], []
+        checked = self.validated_items(IssueBulkUpdateItemSerializer, body["items"], partial=True)
+        for index, fields in enumerate(checked):
+            try:
+                if isinstance(fields, ValidationFailed):
+                    raise fields
+                if "id" not in fields:
+                    raise ValidationFailed.field("id", "This field is required.")
+                issue = self.get_issue(fields.pop("id"))
+                items.append((index, (issue, fields)))
+            except EXPECTED_ERRORS as exc:
+                results.append(bulk.failure(index, exc))
+        if body["atomic"]:
+            bulk.raise_first(results)
+        results += services.issue_update_many(actor=self.actor, items=items, atomic=body["atomic"])
+        return self.ok(sorted(results, key=lambda result: result["index"]))
 
     @extend_schema(responses={200: IssueHistorySerializer(many=True)}, filters=False)
     @action(detail=True, methods=["get"], filterset_class=None)

@@ -1,12 +1,14 @@
 """Reads: the event log as a caller may see it, webhooks and their deliveries."""
 
+from collections.abc import Collection
+
 from django.db.models import Q, QuerySet
 
-from accounts.models import User
+from accounts.models import Membership, User
 from accounts.roles import user_roles
 from events.models import Event
 from projects.models import Project
-from projects.selectors import project_visibility_q
+from projects.selectors import project_visibility_q, visible_project_ids
 
 from .models import Delivery, Webhook
 
@@ -18,6 +20,17 @@ def visible_scope(*, user: User) -> tuple[set[int], set[int]]:
         Project.objects.filter(project_visibility_q(user)).values_list("pk", flat=True)
     )
     return project_ids, set(user_roles(user))
+
+
+def visible_scopes(*, user_ids: Collection[int]) -> dict[int, tuple[set[int], set[int]]]:
+    """``visible_scope`` of many people at once, in four queries whatever their number."""
+    projects = visible_project_ids(user_ids=user_ids)
+    workspaces: dict[int, set[int]] = {user_id: set() for user_id in projects}
+    for user_id, workspace_id in Membership.objects.filter(user_id__in=projects).values_list(
+        "user_id", "workspace_id"
+    ):
+        workspaces[user_id].add(workspace_id)
+    return {user_id: (projects[user_id], workspaces[user_id]) for user_id in projects}
 
 
 def event_visibility_q(*, project_ids: set[int], workspace_ids: set[int]) -> Q:

@@ -1,7 +1,7 @@
 """The webhooks that deliver the event log (events/) to receivers.
 
 Flow of one change: a service calls ``events.services.event_record`` inside its transaction;
-after commit the log calls ``event_committed`` here, which hands the event to the fan-out task
+after commit the log calls ``events_committed`` here, which hands the events to one fan-out task
 (and wakes the stream). The fan-out makes one delivery row per subscribed webhook, each with a
 stable uuid, and queues the sends. A send claims its
 delivery with a conditional UPDATE (a lease), posts the signed bytes, logs the attempt, and
@@ -49,14 +49,14 @@ TASKS = "notifications.tasks."
 DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhook."))
 
 
-def event_committed(event_id: int) -> None:
-    """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the event out to the
-    webhooks, and wake the streams."""
-    _enqueue(TASKS + "event_fanout", event_id=event_id)
-    stream.wake(event_id)
+def events_committed(event_ids: list[int]) -> None:
+    """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the events of one
+    transaction out to the webhooks, in one task, and wake the streams."""
+    _enqueue(TASKS + "event_fanout", event_ids=event_ids)
+    stream.wake(event_ids[-1])
 
 
-def _enqueue(task: str, countdown: float | None = None, **kwargs: int) -> bool:
+def _enqueue(task: str, countdown: float | None = None, **kwargs: int | list[int]) -> bool:
     """Queue the task of that name, or leave the work to the sweeper when the broker cannot
     take it.
 
@@ -267,35 +267,51 @@ def _send_after_commit(delivery_ids: list[int]) -> None:
 
 
 def event_fanout(*, event_id: int) -> list[int]:
-    """One delivery per active webhook of the event's project that wants its kind.
+    return events_fanout(event_ids=[event_id])
 
-    Safe to run twice, even at once: the event row is locked and ``dispatched_at`` checked,
-    and a delivery is unique per (webhook, event). Returns the ids of the deliveries made.
+
+def events_fanout(*, event_ids: list[int]) -> list[int]:
+    """One delivery per active webhook of each event's project that wants its kind.
+
+    Safe to run twice, even at once: the event rows are locked and ``dispatched_at`` checked,
+    and a delivery is unique per (webhook, event). The same few statements for one event or a
+    hundred. Returns the ids of the deliveries made.
     """
     with transaction.atomic():
-        event = (
+        events = list(
             Event.objects.select_for_update()
-            .filter(pk=event_id, dispatched_at__isnull=True)
-            .first()
-        )
-        if event is None:
-            return []
-        hooks = []
-        if event.project_id is not None and event.type not in DIRECT_KINDS:
-            hooks = [
-                hook
-                for hook in Webhook.objects.filter(project_id=event.project_id, is_active=True)
-                if kind_matches(event.type, hook.events)
-            ]
-        Delivery.objects.bulk_create(
-            [Delivery(webhook=hook, event=event) for hook in hooks], ignore_conflicts=True
-        )
-        Event.objects.filter(pk=event.pk).update(dispatched_at=timezone.now())
-        ids = list(
-            Delivery.objects.filter(event=event, attempts=0, redelivery_of__isnull=True)
+            .filter(pk__in=event_ids, dispatched_at__isnull=True)
             .order_by("id")
-            .values_list("id", flat=True)
+            .only("id", "type", "project_id")
         )
+        if not events:
+            return []
+        fanned = [e for e in events if e.project_id is not None and e.type not in DIRECT_KINDS]
+        hooks: dict[int, list[Webhook]] = {}
+        if fanned:
+            project_ids = {event.project_id for event in fanned}
+            for hook in Webhook.objects.filter(project_id__in=project_ids, is_active=True):
+                hooks.setdefault(hook.project_id, []).append(hook)
+        Delivery.objects.bulk_create(
+            [
+                Delivery(webhook=hook, event=event)
+                for event in fanned
+                for hook in hooks.get(event.project_id or 0, [])
+                if kind_matches(event.type, hook.events)
+            ],
+            ignore_conflicts=True,
+        )
+        dispatched = [event.pk for event in events]
+        Event.objects.filter(pk__in=dispatched).update(dispatched_at=timezone.now())
+        ids = []
+        if hooks:
+            ids = list(
+                Delivery.objects.filter(
+                    event_id__in=dispatched, attempts=0, redelivery_of__isnull=True
+                )
+                .order_by("id")
+                .values_list("id", flat=True)
+            )
         _send_after_commit(ids)
     return ids
 
@@ -347,7 +363,22 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
     result = transport.post(
         webhook.url, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
     )
+    if result.deferred:
+        _delivery_defer(delivery, lease=lease)
+        return None
     return _delivery_settle(delivery, lease=lease, started=started, headers=headers, result=result)
+
+
+def _delivery_defer(delivery: Delivery, *, lease: datetime) -> None:
+    """Hand the claim back untried (its receiver has its fill of deliveries in flight): due
+    again in a moment, with the attempt it did not make given back."""
+    delay = settings.WEBHOOK_BUSY_DEFER_SECONDS * random.uniform(1, 2)  # noqa: S311
+    Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(
+        claimed_until=None,
+        attempts=F("attempts") - 1,
+        next_attempt_at=timezone.now() + timedelta(seconds=delay),
+    )
+    _enqueue(TASKS + "webhook_deliver", countdown=delay, delivery_id=delivery.pk)
 
 
 def _delivery_settle(
@@ -362,9 +393,27 @@ def _delivery_settle(
     webhook = delivery.webhook
     shown_headers = {k: v for k, v in headers.items() if "signature" not in k.lower()}
     retry_in = None
+    update: dict[str, Any] = {
+        "claimed_until": None,
+        "last_status_code": result.status_code,
+        "last_error": result.error or ("" if result.ok else f"HTTP {result.status_code}"),
+    }
+    if result.ok:
+        update.update(status=Delivery.Status.SUCCEEDED, completed_at=now)
+    elif result.retryable and delivery.attempts < settings.WEBHOOK_MAX_ATTEMPTS:
+        retry_in = retry_delay(delivery.attempts)
+        update["next_attempt_at"] = now + timedelta(seconds=retry_in)
+    else:
+        update.update(status=Delivery.Status.FAILED, completed_at=now)
     with transaction.atomic():
-        # Locked, and still there: its webhook may have been deleted while the POST was out.
-        if not Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk"):
+        # Only while our lease holds (past it another worker may have claimed the delivery);
+        # the row stays locked until commit, so its webhook cannot be deleted under the attempt.
+        settled = Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(**update)
+        # Lease lost: the attempt is still logged, if the delivery is still there (its webhook
+        # may have been deleted while the POST was out).
+        if not settled and not (
+            Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk")
+        ):
             return delivery
         DeliveryAttempt.objects.create(
             delivery=delivery,
@@ -376,22 +425,9 @@ def _delivery_settle(
             response_excerpt=result.response_excerpt,
             request_headers=shown_headers,
         )
-        update: dict[str, Any] = {
-            "claimed_until": None,
-            "last_status_code": result.status_code,
-            "last_error": result.error or ("" if result.ok else f"HTTP {result.status_code}"),
-        }
-        if result.ok:
-            update.update(status=Delivery.Status.SUCCEEDED, completed_at=now)
-        elif result.retryable and delivery.attempts < settings.WEBHOOK_MAX_ATTEMPTS:
-            retry_in = retry_delay(delivery.attempts)
-            update["next_attempt_at"] = now + timedelta(seconds=retry_in)
-        else:
-            update.update(status=Delivery.Status.FAILED, completed_at=now)
-        # Only while our lease holds: past it another worker may have claimed the delivery.
-        Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(**update)
-        for name, value in update.items():
-            setattr(delivery, name, value)
+        if settled:
+            for name, value in update.items():
+                setattr(delivery, name, value)
         _webhook_health(webhook, ok=result.ok, now=now)
     if retry_in is not None and retry_in <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
         # Short waits ride the broker; longer ones wait on the row for the sweeper, since a
@@ -400,9 +436,17 @@ def _delivery_settle(
     return delivery
 
 
+# A healthy webhook's ``last_delivery_at`` is moved at most this often: at hundreds of
+# deliveries a second, writing it each time would queue every sender on the webhook's row.
+LAST_DELIVERY_STEP = timedelta(seconds=1)
+
+
 def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
     hooks = Webhook.objects.filter(pk=webhook.pk)
     if ok:
+        last = webhook.last_delivery_at
+        if webhook.failing_since is None and last is not None and now - last < LAST_DELIVERY_STEP:
+            return
         hooks.update(failing_since=None, last_delivery_at=now)
         return
     hooks.filter(failing_since__isnull=True).update(failing_since=now)
@@ -440,8 +484,8 @@ def deliveries_sweep() -> dict[str, int]:
         .order_by("id")
         .values_list("id", flat=True)[:500]
     )
-    for event_id in stale_events:
-        event_fanout(event_id=event_id)
+    if stale_events:
+        events_fanout(event_ids=stale_events)
     due = list(
         Delivery.objects.filter(
             status=Delivery.Status.PENDING,

@@ -23,8 +23,6 @@ from projects import selectors as project_selectors
 from . import selectors, stream
 from .filters import TypesField
 
-REFRESH_SECONDS = 60.0
-
 
 def parse_last_event_id(request) -> int | None:
     raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
@@ -65,8 +63,11 @@ def stream_options(request) -> dict:
             raise BadRequest(
                 "Invalid query parameters.", details={"types": ["An empty value is not allowed."]}
             )
+    read_at = time.monotonic()
     project_ids, workspace_ids = selectors.visible_scope(user=request.user)
     subscriber = stream.Subscriber(
+        user_id=request.user.pk,
+        scope_read_at=read_at,
         project_ids=project_ids,
         workspace_ids=workspace_ids,
         types=types,
@@ -84,7 +85,7 @@ def resync_frame(current: int, last_event_id: int, purged: int) -> bytes:
     )
 
 
-async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: int | None):
+async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | None):
     hub = stream.hub()
     boundary = await hub.subscribe(subscriber)
     # What the client already has: nothing at or below its cursor is sent again. The hub also
@@ -103,7 +104,6 @@ async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: in
                 async for event in _replay(subscriber, last_event_id, boundary):
                     replayed.add(event.id)
                     yield event.frame()
-        refreshed = time.monotonic()
         while True:
             try:
                 item = await asyncio.wait_for(
@@ -117,12 +117,6 @@ async def event_stream(*, user, subscriber: stream.Subscriber, last_event_id: in
             if item.id in replayed or (floor is not None and item.id <= floor):
                 continue
             yield item.frame()
-            if time.monotonic() - refreshed > REFRESH_SECONDS:
-                # Projects shared or taken away since the stream opened.
-                refreshed = time.monotonic()
-                subscriber.project_ids, subscriber.workspace_ids = await stream.in_thread(
-                    selectors.visible_scope, user=user
-                )
     finally:
         hub.unsubscribe(subscriber)
 
@@ -145,7 +139,7 @@ async def _replay(subscriber: stream.Subscriber, after: int, upto: int):
         cursor = events[-1].id
 
 
-def event_stream_sync(*, user, subscriber: stream.Subscriber, last_event_id: int | None):
+def event_stream_sync(*, subscriber: stream.Subscriber, last_event_id: int | None):
     """The same stream for a WSGI server (or the test client): each stream holds a thread
     and polls the log. ``collab.asgi`` is what production and ./run serve."""
     current = stream.last_event_id()
@@ -164,6 +158,9 @@ def event_stream_sync(*, user, subscriber: stream.Subscriber, last_event_id: int
         events = reader.read()
         stream.release_connection()
         for event in events:
+            if event.reach is not None and subscriber.reached_by(event.reach):
+                scopes = selectors.visible_scopes(user_ids={subscriber.user_id})
+                subscriber.rescope(*scopes[subscriber.user_id])
             if subscriber.wants(event):
                 sent = True
                 yield event.frame()

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 import weakref
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,9 +29,12 @@ from collab.api.renderers import dumps
 from events.catalogue import kind_matches
 from events.models import Event, EventLogState
 
+from . import selectors
+
 logger = logging.getLogger("collab.stream")
 
 GAP_SECONDS = 10.0
+RESCOPE_ATTEMPTS = 5
 BATCH = 500
 CLOSE = object()
 
@@ -56,12 +60,50 @@ def wake(event_id: int) -> None:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """Whose view of the log an event changes: named people, the members of a workspace,
+    or everyone (a project that is or was public)."""
+
+    user_ids: frozenset[int] = frozenset()
+    workspace_id: int | None = None
+    everyone: bool = False
+
+
+# Kinds that change what one person may see: the person is in ``data["user"]``.
+PERSONAL_SCOPE_KINDS = frozenset(
+    {
+        "member.added",
+        "member.removed",
+        "workspace.member_added",
+        "workspace.member_updated",
+        "workspace.member_removed",
+    }
+)
+
+
+def scope_reach(event: Event) -> Reach | None:
+    """Who may see more or less of the log once ``event`` happened (None: nobody)."""
+    if event.type in PERSONAL_SCOPE_KINDS:
+        user_id = (event.data.get("user") or {}).get("id")
+        return Reach(user_ids=frozenset({user_id})) if user_id is not None else None
+    visibility = (event.changes or {}).get("visibility")
+    if event.type == "project.created":
+        public = (event.data.get("project") or {}).get("visibility") == "public"
+    elif event.type == "project.updated" and visibility is not None:
+        public = "public" in (visibility.get("previous"), visibility.get("current"))
+    else:
+        return None
+    return Reach(workspace_id=event.workspace_id, everyone=public)
+
+
+@dataclass(frozen=True)
 class StreamEvent:
     id: int
     type: str
     workspace_id: int
     project_id: int | None
     payload: bytes
+    reach: Reach | None = None
 
     def frame(self) -> bytes:
         return b"id: %d\nevent: %s\ndata: %s\n\n" % (self.id, self.type.encode(), self.payload)
@@ -71,6 +113,7 @@ class StreamEvent:
 class Subscriber:
     """One open stream: what it may see, what it asked for, and its queue."""
 
+    user_id: int
     project_ids: set[int]
     workspace_ids: set[int]
     types: list[str] | None
@@ -79,6 +122,18 @@ class Subscriber:
         default_factory=lambda: asyncio.Queue(settings.EVENT_STREAM_QUEUE_SIZE)
     )
     overflowed: bool = False
+    # When what it may see was read: changes handed out since then may not be in it.
+    scope_read_at: float = field(default_factory=time.monotonic)
+
+    def reached_by(self, reach: Reach) -> bool:
+        return (
+            reach.everyone
+            or self.user_id in reach.user_ids
+            or reach.workspace_id in self.workspace_ids
+        )
+
+    def rescope(self, project_ids: set[int], workspace_ids: set[int]) -> None:
+        self.project_ids, self.workspace_ids = project_ids, workspace_ids
 
     def wants(self, event: StreamEvent) -> bool:
         if self.only_project is not None and event.project_id != self.only_project:
@@ -104,7 +159,12 @@ class Subscriber:
 def _stream_events(rows) -> list[StreamEvent]:
     return [
         StreamEvent(
-            event.id, event.type, event.workspace_id, event.project_id, dumps(event.as_payload())
+            event.id,
+            event.type,
+            event.workspace_id,
+            event.project_id,
+            dumps(event.as_payload()),
+            scope_reach(event),
         )
         for event in rows
     ]
@@ -192,6 +252,9 @@ class Hub:
         self.woken = asyncio.Event()
         self.ready = asyncio.Event()
         self.task: asyncio.Task | None = None
+        # Scope changes handed out lately, with when: a subscriber whose scope was read
+        # before one of them that concerns it is read again as it joins.
+        self.recent_reaches: deque[tuple[float, Reach]] = deque()
 
     async def subscribe(self, subscriber: Subscriber) -> int:
         """Add a subscriber; returns the id it will see events after."""
@@ -201,7 +264,43 @@ class Hub:
         await self.ready.wait()
         self.subscribers.add(subscriber)
         assert self.reader is not None  # set by _run before ready
-        return self.reader.last_id
+        boundary = self.reader.last_id
+        if any(
+            at >= subscriber.scope_read_at and subscriber.reached_by(reach)
+            for at, reach in self.recent_reaches
+        ):
+            await self.rescope([subscriber])
+        return boundary
+
+    async def rescope(self, subscribers: list[Subscriber]) -> None:
+        """Read again what these subscribers may see (a few queries for all of them)."""
+        if not subscribers:
+            return
+        read_at = time.monotonic()
+        scopes = await in_thread(
+            selectors.visible_scopes, user_ids={subscriber.user_id for subscriber in subscribers}
+        )
+        for subscriber in subscribers:
+            subscriber.rescope(*scopes[subscriber.user_id])
+            subscriber.scope_read_at = read_at
+
+    async def _apply_reach(self, reach: Reach) -> None:
+        now = time.monotonic()
+        self.recent_reaches.append((now, reach))
+        while self.recent_reaches and now - self.recent_reaches[0][0] > GAP_SECONDS:
+            self.recent_reaches.popleft()
+        reached = [s for s in self.subscribers if s.reached_by(reach)]
+        for attempt in range(RESCOPE_ATTEMPTS):
+            try:
+                await self.rescope(reached)
+                return
+            except Exception:
+                # The database may be restarting: what they see must not be left stale.
+                logger.exception("The event hub could not refresh its streams' scope")
+                await asyncio.sleep(0.2 * (attempt + 1))
+        for subscriber in reached:
+            # Still unreadable: these streams end, and resume (Last-Event-ID) with a fresh one.
+            subscriber.push(CLOSE)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
@@ -231,6 +330,10 @@ class Hub:
                     await asyncio.sleep(1)
                     continue
                 for event in events:
+                    if event.reach is not None:
+                        # Who gains a project sees its events from this one on; who loses
+                        # one, no more of them.
+                        await self._apply_reach(event.reach)
                     for subscriber in list(self.subscribers):
                         if subscriber.wants(event):
                             subscriber.push(event)

@@ -6,8 +6,10 @@ from . import services
 
 
 @shared_task
-def event_fanout(*, event_id: int) -> int:
-    return len(services.event_fanout(event_id=event_id))
+def event_fanout(*, event_ids: list[int] | None = None, event_id: int | None = None) -> int:
+    # ``event_id``: one event, as queued before events were handed on in batches.
+    ids = event_ids if event_ids is not None else [event_id] if event_id is not None else []
+    return len(services.events_fanout(event_ids=ids))
 
 
 @shared_task

@@ -1,22 +1,39 @@
 """One HTTP POST of a delivery, to an address checked by the private-address guard.
 
-The URL's host is resolved and checked here, at connect time in the worker, by the guard
+The URL's host is resolved and checked here, at send time in the worker, by the guard
 (``collab.netguard.pin``); the connection then goes to that checked address, with the original
 name in the ``Host`` header and, for HTTPS, in SNI and certificate verification, so a name that
 resolves elsewhere by now (DNS rebinding) reaches nothing unchecked. Redirects are not
 followed: a receiver answers where it was registered.
+
+Connections are kept alive, in one pool per receiver (its scheme, checked address, port and
+name: a name that resolves elsewhere gets a pool of its own). Senders share the pools, so a
+worker sending from many threads reuses a handful of connections per receiver.
+
+One slow or dead receiver must not hold up the others. Each receiver has a gate: at most
+``WEBHOOK_HOST_CONCURRENCY`` of its deliveries are in flight at once in this process (a sender
+waits ``WEBHOOK_HOST_WAIT_SECONDS`` for a turn, then defers its delivery: no attempt is made),
+and after ``WEBHOOK_HOST_FAILURES_TO_PAUSE`` network failures in a row (timeouts, refused
+connections) it is paused: its deliveries fail at once, as attempts with their retry schedule,
+until the pause (``WEBHOOK_HOST_PAUSE_SECONDS``, doubling while it keeps failing, at most ten
+times that) ends and one delivery tries it again.
 """
 
+import threading
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
+from django.conf import settings
 
 from collab.netguard import UnsafeAddress, pin
 
 RESPONSE_EXCERPT_BYTES = 2048
+DRAIN_BYTES = 64 * 1024
+MAX_POOLS = 256  # receivers with open connections kept per process; the oldest closes first
 
 
 @dataclass
@@ -25,6 +42,8 @@ class PostResult:
     duration_ms: int
     response_excerpt: str = ""
     error: str = ""
+    # Not sent, and not an attempt: the receiver has its fill of deliveries in flight.
+    deferred: bool = False
 
     @property
     def ok(self) -> bool:
@@ -36,6 +55,95 @@ class PostResult:
         if self.status_code is None:
             return not self.error.startswith("refused:")
         return self.status_code >= 500 or self.status_code in (408, 429)
+
+
+@dataclass
+class Gate:
+    """One receiver's share of this process: its deliveries in flight, its failures in a row."""
+
+    slots: threading.BoundedSemaphore
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: int = 0
+    paused_until: float = 0.0
+    probing: bool = False
+
+    def enter(self, now: float) -> str | None:
+        """``None`` to go ahead (holding a slot), else why not: "paused" or "busy"."""
+        with self.lock:
+            if self.paused_until > now or (self.paused_until and self.probing):
+                return "paused"
+            if self.paused_until:
+                self.probing = True  # the pause is over: one delivery finds out
+        if not self.slots.acquire(timeout=settings.WEBHOOK_HOST_WAIT_SECONDS):
+            with self.lock:
+                self.probing = False
+            return "busy"
+        return None
+
+    def leave(self, *, reached: bool, now: float) -> None:
+        """After a send: ``reached`` when the receiver answered at all (any status)."""
+        self.slots.release()
+        with self.lock:
+            self.probing = False
+            if reached:
+                self.failures, self.paused_until = 0, 0.0
+                return
+            self.failures += 1
+            if self.failures >= settings.WEBHOOK_HOST_FAILURES_TO_PAUSE:
+                base = settings.WEBHOOK_HOST_PAUSE_SECONDS
+                doublings = self.failures - settings.WEBHOOK_HOST_FAILURES_TO_PAUSE
+                self.paused_until = now + min(base * 2**doublings, base * 10)
+
+
+class Receivers:
+    """The pools and gates of this process, by receiver."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pools: OrderedDict[tuple, urllib3.HTTPConnectionPool] = OrderedDict()
+        self.gates: dict[tuple[str, int], Gate] = {}
+
+    def gate(self, host: str, port: int) -> Gate:
+        with self.lock:
+            gate = self.gates.get((host, port))
+            if gate is None:
+                slots = threading.BoundedSemaphore(settings.WEBHOOK_HOST_CONCURRENCY)
+                gate = self.gates[(host, port)] = Gate(slots)
+            return gate
+
+    def pool(self, scheme: str, address: str, port: int, host: str) -> urllib3.HTTPConnectionPool:
+        key = (scheme, address, port, host)
+        with self.lock:
+            pool = self.pools.get(key)
+            if pool is not None:
+                self.pools.move_to_end(key)
+                return pool
+            options: dict[str, Any] = {
+                "retries": False,
+                "maxsize": settings.WEBHOOK_HOST_CONCURRENCY,
+                "block": False,
+            }
+            if scheme == "https":
+                pool = urllib3.HTTPSConnectionPool(
+                    address, port, server_hostname=host, assert_hostname=host, **options
+                )
+            else:
+                pool = urllib3.HTTPConnectionPool(address, port, **options)
+            self.pools[key] = pool
+            if len(self.pools) > MAX_POOLS:
+                _key, oldest = self.pools.popitem(last=False)
+                oldest.close()
+            return pool
+
+    def close(self) -> None:
+        with self.lock:
+            for pool in self.pools.values():
+                pool.close()
+            self.pools.clear()
+            self.gates.clear()
+
+
+receivers = Receivers()
 
 
 def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> PostResult:
@@ -51,24 +159,36 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> P
         address = pin(host, port)
     except UnsafeAddress as exc:
         return PostResult(None, elapsed(), error=f"refused: {exc}")
+    gate = receivers.gate(host, port)
+    held = gate.enter(time.monotonic())
+    if held == "busy":
+        return PostResult(None, 0, error="deferred: the receiver is busy", deferred=True)
+    if held == "paused":
+        return PostResult(
+            None,
+            0,
+            error=(
+                f"not sent: the receiver failed {gate.failures} times in a row; "
+                "it is paused and tried again shortly"
+            ),
+        )
+    reached = False
+    try:
+        result = _send(parts, address, host, port, body, headers, timeout, elapsed)
+        reached = result.status_code is not None
+        return result
+    finally:
+        gate.leave(reached=reached, now=time.monotonic())
+
+
+def _send(parts, address, host, port, body, headers, timeout, elapsed) -> PostResult:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     default_port = port == (443 if parts.scheme == "https" else 80)
     name = f"[{host}]" if ":" in host else host
     request_headers = {"Host": name if default_port else f"{name}:{port}", **headers}
-    pool_options: dict[str, Any] = {
-        "timeout": urllib3.Timeout(total=timeout),
-        "retries": False,
-        "maxsize": 1,
-    }
-    pool: urllib3.HTTPConnectionPool
-    if parts.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            address, port, server_hostname=host, assert_hostname=host, **pool_options
-        )
-    else:
-        pool = urllib3.HTTPConnectionPool(address, port, **pool_options)
+    pool = receivers.pool(parts.scheme, address, port, host)
     try:
         response = pool.urlopen(
             "POST",
@@ -78,9 +198,15 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> P
             redirect=False,
             preload_content=False,
             assert_same_host=False,
+            timeout=urllib3.Timeout(total=timeout),
         )
         try:
             excerpt = response.read(RESPONSE_EXCERPT_BYTES, decode_content=True)
+            # The rest of a short answer is read away, so the connection can be kept; one
+            # that goes on is cut off.
+            response.read(DRAIN_BYTES)
+            if not response.closed:
+                response.close()
         finally:
             response.release_conn()
         return PostResult(
@@ -90,5 +216,3 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> P
         return PostResult(None, elapsed(), error=f"{type(exc).__name__}: {exc}"[:500])
     except OSError as exc:
         return PostResult(None, elapsed(), error=f"{type(exc).__name__}: {exc}"[:500])
-    finally:
-        pool.close()

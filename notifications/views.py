@@ -195,9 +195,7 @@ class EventViewSet(ApiViewSet):
         options = sse.stream_options(request)
         # Under ASGI the stream is a coroutine on the process's hub; under WSGI, a thread.
         is_asgi = isinstance(request._request, ASGIRequest)
-        frames = (sse.event_stream if is_asgi else sse.event_stream_sync)(
-            user=request.user, **options
-        )
+        frames = (sse.event_stream if is_asgi else sse.event_stream_sync)(**options)
         # The request's connection would otherwise stay out of the pool for the whole stream.
         stream.release_connection()
         response = StreamingHttpResponse(frames, content_type="text/event-stream")

@@ -107,9 +107,10 @@ running_servers: dict[int, subprocess.Popen] = {}
 
 
 @contextmanager
-def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1):
-    """gunicorn with uvicorn workers on ``collab.asgi``, as production and compose run it."""
-    port = free_port()
+def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1, port: int | None = None):
+    """gunicorn with uvicorn workers on ``collab.asgi``, as production and compose run it
+    (on ``port``: a server come back where one was stopped)."""
+    port = port or free_port()
     log = tmp_path / f"server-{port}.log"
     command = [sys.executable, "-m", "gunicorn", "collab.asgi", "--bind", f"127.0.0.1:{port}"]
     command += ["--worker-class", "collab.serving.UvicornWorker", "--workers", str(workers)]

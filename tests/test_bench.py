@@ -20,7 +20,9 @@ from tests.liveserver import ROOT
 pytestmark = pytest.mark.slow
 LAST_LINE = re.compile(
     r"^bench: list/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
-    r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d)$"
+    r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d) "
+    r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
+    r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+)$"
 )
 MEASUREMENTS = {
     "bare 200 p1",
@@ -36,8 +38,13 @@ MEASUREMENTS = {
     "metrics 1k",
     "dashboard 1k",
     "issue get",
+    "bare patch",
     "issue patch",
+    "bare create",
     "issue create",
+    "create 8 clients 1 project",
+    "create 8 clients 8 projects",
+    "bulk create x100",
     "users/me",
     "users/me limiter on",
     "list 200 p1 limiter on",
@@ -105,6 +112,8 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "list1M/list10k",
         "metrics1M/metrics10k",
         "create/bare",
+        "create/bare_create",
+        "patch/bare_patch",
     }
     # The ratios on the last line are the JSON's.
     shown = [float(value) for value in LAST_LINE.match(last).groups()]
@@ -114,7 +123,11 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         ratios["list1M/list10k"],
         ratios["metrics1M/metrics10k"],
         ratios["create/bare"],
+        ratios["create/bare_create"],
+        ratios["patch/bare_patch"],
+        *(report["figures"][name] for name in ("bulk_create/s", "webhooks/s", "stream_p99_ms")),
     ]
+    assert report["figures"]["bulk_create/s"] >= 100  # each request writes 100 issues
 
 
 SCALE_LINE = re.compile(r"^scale: list2/list1=(\d+\.\d\d) create2/create1=(\d+\.\d\d)$")

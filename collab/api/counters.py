@@ -123,6 +123,18 @@ return {hits, reset, 1}
 """
 
 
+# KEYS[1]: the counter. ARGV: the end of the window the hit was counted in. Takes one hit
+# back, only from that window and never below zero.
+_REFUND_SCRIPT = """
+local state = redis.call('HMGET', KEYS[1], 'n', 'r')
+local hits = tonumber(state[1]) or 0
+if tonumber(state[2]) == tonumber(ARGV[1]) and hits > 0 then
+  return redis.call('HINCRBY', KEYS[1], 'n', -1)
+end
+return -1
+"""
+
+
 class RedisCounters(_FailOpen):
     name = "Redis"
 
@@ -142,6 +154,7 @@ class RedisCounters(_FailOpen):
             health_check_interval=30,
         )
         self._hit = self.client.register_script(_HIT_SCRIPT)
+        self._refund = self.client.register_script(_REFUND_SCRIPT)
 
     def hit(self, key: str, *, limit: int, window: int, at: float) -> Window | None:
         def run():
@@ -149,6 +162,9 @@ class RedisCounters(_FailOpen):
             return Window(hits=int(hits), reset=int(reset), counted=bool(counted))
 
         return self._call("a hit", run)
+
+    def refund(self, key: str, *, reset: int) -> None:
+        self._call("a refund", lambda: self._refund(keys=[key], args=[reset]))
 
     def peek(self, keys: list[str], *, at: float) -> list[Window | None] | None:
         def run():
@@ -181,6 +197,10 @@ class DatabaseCounters(_FailOpen):
         key, hits, reset = quote("key"), quote("hits"), quote("reset_at")
         self._select = f"SELECT {key}, {hits}, {reset} FROM {table} WHERE {key} IN "  # noqa: S608
         self._delete = f"DELETE FROM {table} WHERE {key} IN "  # noqa: S608
+        self._refund = (
+            f"UPDATE {table} SET {hits} = {hits} - 1 "  # noqa: S608
+            f"WHERE {key} = %s AND {reset} = %s AND {hits} > 0"
+        )
         # Parameters: key, new reset | now, now, new reset | now, limit.
         self._upsert = (
             f"INSERT INTO {table} ({key}, {hits}, {reset}) VALUES (%s, 1, %s) "  # noqa: S608
@@ -207,6 +227,13 @@ class DatabaseCounters(_FailOpen):
             return Window(hits=state.hits, reset=state.reset, counted=False)
 
         return self._call("a hit", run)
+
+    def refund(self, key: str, *, reset: int) -> None:
+        def run():
+            with connection.cursor() as cursor:
+                cursor.execute(self._refund, [key, reset])
+
+        self._call("a refund", run)
 
     def _peek(self, keys: list[str], at: float) -> list[Window | None]:
         placeholders = ", ".join(["%s"] * len(keys))
@@ -269,6 +296,12 @@ def counter_model() -> Any:
 def counter_hit(name: str, *, limit: int, window: int, at: float | None = None) -> Window | None:
     """Count one event on ``name`` unless ``limit`` is reached; ``None`` if the store is down."""
     return store().hit(_key(name), limit=limit, window=window, at=now() if at is None else at)
+
+
+def counter_refund(name: str, *, reset: int) -> None:
+    """Take back one hit counted in the window ending at ``reset`` (a request that turned
+    out not to count); nothing if that window is over."""
+    store().refund(_key(name), reset=reset)
 
 
 def counter_peek(names: list[str], *, at: float | None = None) -> list[Window | None] | None:

@@ -145,33 +145,48 @@ def _drf_message(exc: drf.APIException) -> str:
     return str(detail)
 
 
-def exception_handler(exc, context):
-    """DRF's EXCEPTION_HANDLER: every exception raised in an API view becomes an envelope."""
-    headers: dict[str, str] = {}
-
+def _known(exc: Exception) -> Exception:
     if isinstance(exc, Http404):
-        exc = NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = Forbidden()
-    elif isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge()
+        return NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return Forbidden()
+    if isinstance(exc, RequestDataTooBig):
+        return PayloadTooLarge()
+    return exc
 
+
+def error_of(exc: Exception) -> tuple[int, dict] | None:
+    """The status and the body of an expected error (``None`` for a bug): what the handler
+    answers, and what a bulk request reports for one of its items."""
+    exc = _known(exc)
     if isinstance(exc, ApiError):
-        status_code, body = exc.status_code, error_body(exc.code, exc.message, exc.details)
-    elif isinstance(exc, drf.ValidationError):
-        status_code = 422
-        body = error_body(
+        return exc.status_code, error_body(exc.code, exc.message, exc.details)
+    if isinstance(exc, drf.ValidationError):
+        return 422, error_body(
             "VALIDATION_ERROR",
             "The request has invalid fields.",
             flatten_validation_errors(exc.detail),
         )
-    elif isinstance(exc, drf.APIException):
+    if isinstance(exc, drf.APIException):
         status_code, code = exc.status_code, "BAD_REQUEST"
         for cls, mapped_status, mapped_code in _DRF_CODES:
             if isinstance(exc, cls):
                 status_code, code = mapped_status, mapped_code
                 break
-        body = error_body(code, _drf_message(exc))
+        return status_code, error_body(code, _drf_message(exc))
+    return None
+
+
+EXPECTED_ERRORS = (ApiError, drf.APIException, Http404, DjangoPermissionDenied)
+
+
+def exception_handler(exc, context):
+    """DRF's EXCEPTION_HANDLER: every exception raised in an API view becomes an envelope."""
+    headers: dict[str, str] = {}
+    exc = _known(exc)
+    known = error_of(exc)
+    if known is not None:
+        status_code, body = known
         if isinstance(exc, drf.Throttled) and exc.wait is not None:
             headers["Retry-After"] = str(int(exc.wait) + 1)
     else:

@@ -11,6 +11,8 @@
   credentials, so they do not spend that budget; failed logins have their own, stricter
   protection (``accounts.login_protection``).
 - ``GET /v1/rate_limit`` with valid credentials reads the account's window without counting.
+- A ``304 Not Modified`` (``collab.api.conditional``) is given back once answered: its headers
+  show the budget as it stood before it.
 
 A window starts with the first counted request and lasts ``RATE_LIMIT_WINDOW_SECONDS`` (an
 hour); ``X-RateLimit-Reset`` is its end, in Unix seconds, the same on every response of the
@@ -26,7 +28,7 @@ keeps its result on the request, so the view does not authenticate twice).
 import ipaddress
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from django.conf import settings
@@ -227,6 +229,10 @@ class RateLimitMiddleware:
             response = _refusal(usage)
         else:
             response = self.get_response(request)
+            if usage is not None and not free and response.status_code == 304:
+                # "Not modified" is free, as on GitHub: the hit is given back.
+                counters.counter_refund(identity.counter, reset=usage.reset)
+                usage = replace(usage, used=max(0, usage.used - 1))
         if usage is not None:
             for name, value in usage.headers().items():
                 response[name] = value

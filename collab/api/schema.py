@@ -11,9 +11,10 @@ from django.conf import settings
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import get_doc
+from drf_spectacular.plumbing import build_parameter_type, force_instance, get_doc
 from drf_spectacular.utils import OpenApiParameter
 
+from .conditional import TAGS_PATTERN
 from .routers import ID_PATTERN, MAX_ID
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -26,6 +27,9 @@ ERROR_DESCRIPTIONS = {
     "404": "No such resource, or one the caller may not see.",
     "405": "The method is not allowed on this path.",
     "409": "The resource's state forbids this operation.",
+    "412": "`If-Match` names a tag that is not the resource's current one (it changed since "
+    "it was read); nothing was changed. `details.etag` and the `ETag` header give the current "
+    "tag. A path without a GET holds only `If-Match: *`.",
     "413": "The body is larger than the configured limit.",
     "415": "The body is not application/json.",
     "422": "Fields failed validation; details maps each field to its messages.",
@@ -35,6 +39,7 @@ ERROR_DESCRIPTIONS = {
 }
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 WRITE_METHODS = BODY_METHODS | {"DELETE"}
+CONDITIONAL_METHODS = {"PUT", "PATCH", "DELETE"}
 
 
 def _header(description: str, schema: dict | None = None, *, required: bool = True) -> dict:
@@ -84,6 +89,35 @@ IDEMPOTENCY_KEY = OpenApiParameter(
         "with another body answers 422; while the first is still running, 409."
     ),
 )
+ETAG_HEADERS = {
+    "ETag": _header(
+        "A strong tag of this exact body: send it back in `If-None-Match` to be answered 304 "
+        "while nothing changed, or in `If-Match` on PUT, PATCH and DELETE to write only over "
+        "what was read."
+    )
+}
+NOT_MODIFIED = {
+    "description": "Not modified: the `If-None-Match` tag is current. No body; does not count "
+    "against the rate limit (its `X-RateLimit-*` headers show the budget unchanged).",
+    "headers": ETAG_HEADERS,
+}
+IF_NONE_MATCH = OpenApiParameter(
+    name="If-None-Match",
+    type={"type": "string", "pattern": TAGS_PATTERN},
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="ETags from earlier answers (or `*`): a current one answers 304 without a body, "
+    "free of the rate limit.",
+)
+IF_MATCH = OpenApiParameter(
+    name="If-Match",
+    type={"type": "string", "pattern": TAGS_PATTERN},
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="The ETag of the resource as last read (or `*`: it must exist). A tag that is "
+    "no longer current answers 412 and changes nothing, so two editors cannot silently "
+    "overwrite each other.",
+)
 
 COMPONENTS = {
     "Success": {"type": "boolean", "enum": [True], "description": "Always true on success."},
@@ -107,6 +141,7 @@ COMPONENTS = {
                             "NOT_ACCEPTABLE",
                             "CONFLICT",
                             "LENGTH_REQUIRED",
+                            "PRECONDITION_FAILED",
                             "PAYLOAD_TOO_LARGE",
                             "UNSUPPORTED_MEDIA_TYPE",
                             "VALIDATION_ERROR",
@@ -237,6 +272,25 @@ class EnvelopeAutoSchema(AutoSchema):
         if operation is not None and not self.is_authenticated:
             # No credential is read: say so explicitly rather than "anonymous or bearer".
             operation["security"] = []
+        if operation is not None and method == "GET" and path.startswith("/v1/"):
+            ok = operation["responses"].get("200", {})
+            # Bodies written as they are read (a report, the event stream) carry no tag.
+            if set(ok.get("content", {})) == {"application/json"}:
+                ok["headers"] = {**ok.get("headers", {}), **ETAG_HEADERS}
+                operation["responses"]["304"] = {
+                    **NOT_MODIFIED,
+                    "headers": {**RATE_LIMIT_HEADERS, **ETAG_HEADERS},
+                }
+                operation["responses"] = dict(sorted(operation["responses"].items()))
+                operation.setdefault("parameters", []).append(
+                    build_parameter_type(
+                        name=IF_NONE_MATCH.name,
+                        schema=IF_NONE_MATCH.type,
+                        location=IF_NONE_MATCH.location,
+                        required=False,
+                        description=IF_NONE_MATCH.description,
+                    )
+                )
         return operation
 
     def get_description(self):
@@ -250,7 +304,21 @@ class EnvelopeAutoSchema(AutoSchema):
         parameters = list(super().get_override_parameters())
         if self.method == "POST" and self.is_authenticated:
             parameters.append(IDEMPOTENCY_KEY)
+        if self.method in CONDITIONAL_METHODS and self.path.startswith("/v1/"):
+            parameters.append(IF_MATCH)
         return parameters
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        # A PATCH body is documented as partial, as DRF checks it; a serializer marked
+        # ``whole_on_patch`` (a bulk request's envelope) is checked whole even on PATCH.
+        whole = getattr(force_instance(serializer), "whole_on_patch", False)
+        if self.method != "PATCH" or not whole:
+            return super()._get_request_for_media_type(serializer, direction)
+        self.method = "POST"
+        try:
+            return super()._get_request_for_media_type(serializer, direction)
+        finally:
+            self.method = "PATCH"
 
     def _resolve_path_parameters(self, variables):
         parameters = super()._resolve_path_parameters(variables)
@@ -322,6 +390,8 @@ class EnvelopeAutoSchema(AutoSchema):
                 codes.append("404")
             if self.method in WRITE_METHODS:
                 codes.append("409")
+            if self.method in CONDITIONAL_METHODS and self.path.startswith("/v1/"):
+                codes.append("412")
         if self.method in BODY_METHODS:
             codes += ["413", "415", "422"]
         return codes

@@ -8,6 +8,7 @@ gate) is the projects app's: ``projects.viewsets``.
 
 from django.http import Http404
 from django_filters.filterset import FilterSet
+from rest_framework import exceptions as drf
 from rest_framework import viewsets
 from rest_framework.response import Response
 
@@ -99,6 +100,26 @@ class ApiViewSet(viewsets.GenericViewSet):
             details.update(type_errors)
             raise ValidationFailed(details=details)
         return serializer.validated_data
+
+    def validated_items(self, serializer_class, items, *, partial=False) -> list:
+        """``validated`` for each item of a bulk request, with one serializer whose fields are
+        built once: per item, its fields (a dict) or its ``ValidationFailed``."""
+        checker = serializer_class(partial=partial, context={"request": self.request, "view": self})
+        outcomes: list = []
+        for item in items:
+            if not isinstance(item, dict):
+                details = {"non_field_errors": ["Each item must be an object."]}
+                outcomes.append(ValidationFailed(details=details))
+                continue
+            type_errors = json_type_errors(checker, item)
+            try:
+                fields = checker.run_validation(item)
+            except drf.ValidationError as exc:
+                details = flatten_validation_errors(exc.detail)
+                outcomes.append(ValidationFailed(details={**details, **type_errors}))
+                continue
+            outcomes.append(ValidationFailed(details=type_errors) if type_errors else dict(fields))
+        return outcomes
 
     def ok(self, data) -> Response:
         return Response(data)

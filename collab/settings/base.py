@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "corsheaders.middleware.CorsMiddleware",
     # Before the body guard, so its 413s and 415s count and carry the rate-limit headers.
     "collab.api.ratelimit.RateLimitMiddleware",
+    # Inside the limiter, which gives a 304 back; ETags over the bodies of every view below.
+    "collab.api.conditional.ConditionalRequestMiddleware",
     "collab.api.middleware.ApiBodyGuardMiddleware",
     "collab.api.middleware.ApiQueryGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -313,6 +315,15 @@ WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default
 # row for the sweeper (below a Redis broker's visibility timeout, or they would be redelivered).
 WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float("WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0)
 # The sweeper runs this often and takes over work left without a task for the grace period.
+# One receiver's share of a worker process (notifications/transport.py): deliveries in flight
+# at once, how long a sender waits for a turn before deferring its delivery by about
+# WEBHOOK_BUSY_DEFER_SECONDS, and the network failures in a row after which the receiver is
+# paused for WEBHOOK_HOST_PAUSE_SECONDS (doubling while it keeps failing, at most tenfold).
+WEBHOOK_HOST_CONCURRENCY = env.int("WEBHOOK_HOST_CONCURRENCY", default=8)
+WEBHOOK_HOST_WAIT_SECONDS = env.float("WEBHOOK_HOST_WAIT_SECONDS", default=0.25)
+WEBHOOK_BUSY_DEFER_SECONDS = env.float("WEBHOOK_BUSY_DEFER_SECONDS", default=2.0)
+WEBHOOK_HOST_FAILURES_TO_PAUSE = env.int("WEBHOOK_HOST_FAILURES_TO_PAUSE", default=3)
+WEBHOOK_HOST_PAUSE_SECONDS = env.float("WEBHOOK_HOST_PAUSE_SECONDS", default=15.0)
 WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
@@ -321,7 +332,7 @@ WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 # The event log (events/) and its stream (notifications/stream.py). The log's consumers, each
 # told an event's id once the transaction recording it commits: the webhooks' fan-out and the
 # stream's wake-up. The log itself imports none of them.
-EVENT_LOG_CONSUMERS = ["notifications.services.event_committed"]
+EVENT_LOG_CONSUMERS = ["notifications.services.events_committed"]
 EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
 EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
 EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
@@ -358,7 +369,7 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #
 # task                         queue      safe to run twice because
 # notifications.tasks.
-#   event_fanout               webhooks   it locks the event row and skips it once dispatched;
+#   event_fanout               webhooks   it locks the event rows and skips those dispatched;
 #                                         a delivery is unique per (webhook, event)
 #   webhook_deliver            webhooks   it claims the delivery with a conditional UPDATE (a
 #                                         lease): one POST per due attempt; one cut off by a

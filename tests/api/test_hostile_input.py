@@ -202,6 +202,8 @@ VALID_BODIES = {
     "RefreshRequest": {"refresh_token": "not a token"},
     "InvitationAcceptRequest": {"token": "nope", "name": "N", "password": "a long password 123"},
     "IssueInputRequest": {"title": "T"},
+    "IssueBulkCreateRequest": {"items": [{"title": "T"}]},
+    "IssueBulkUpdateRequest": {"items": [{"id": "{issue}", "title": "T"}]},
     "LabelInputRequest": {"name": "L"},
     "ProjectCreateRequest": {"name": "P"},
     "ProjectUpdateRequest": {"name": "P"},
@@ -282,6 +284,8 @@ def test_hostile_body_values_never_fail_the_server(swept, method, path, name, fi
         key: ids["admin"] if value == "{admin}" else value
         for key, value in VALID_BODIES[name].items()
     }
+    if name == "IssueBulkUpdateRequest":
+        base["items"] = [{"id": ids["issue"], "title": "T"}]
     for field in fields:
         for value in HOSTILE_FIELD_VALUES:
             body = {**base, field: value}

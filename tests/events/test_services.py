@@ -17,8 +17,8 @@ from tests.factories import WebhookFactory
 HEARD: list[int] = []
 
 
-def consumer(event_id: int) -> None:
-    HEARD.append(event_id)
+def consumer(event_ids: list[int]) -> None:
+    HEARD.extend(event_ids)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """A real HTTP receiver on 127.0.0.1 for webhook tests: it records every request and answers
-with the statuses it is told to, in order (then 200)."""
+with the statuses it is told to, in order (then 200). It speaks HTTP/1.1 and keeps
+connections open, as most receivers do; each request records the client's port, so a test
+can tell a kept connection from a new one."""
 
 import http.server
 import threading
@@ -11,6 +13,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    peer_port: int = 0
 
 
 @dataclass
@@ -34,13 +37,20 @@ def start_receiver(statuses: list[int] | None = None) -> tuple[Receiver, http.se
     receiver = Receiver(statuses=list(statuses or []))
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self):  # noqa: N802 - the http.server interface
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
             with receiver.arrived:
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 receiver.requests.append(
-                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    Received(
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                        peer_port=self.client_address[1],
+                    )
                 )
                 receiver.arrived.notify_all()
             payload = b'{"ok": true}' if status < 300 else b'{"error": "try later"}'

@@ -4,24 +4,18 @@ The stream is read with a real SSE client (httpx-sse) from the ASGI server that 
 runs; its refusals, which are ordinary JSON answers, also through the test client.
 """
 
-import queue
-import threading
 import time
 
 import httpx
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from httpx_sse import connect_sse
 
 from collab.api.scopes import ALL_SCOPES
 from events.models import Event, EventLogState
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_api_key, make_issue
-from tests.liveserver import asgi_server, process_env, require_services
-
-STREAM = "/v1/events/stream"
-
+from tests.notifications.sse_reader import STREAM, Reader
 
 # Refusals: JSON envelopes, whatever the client accepts -----------------------------------
 
@@ -116,66 +110,6 @@ def test_event_list_needs_credentials(api):
 
 
 # The stream over a real server -------------------------------------------------------------
-
-
-class Reader:
-    """An SSE client on its own thread, collecting events into a queue."""
-
-    def __init__(self, port: int, key: str, query: str = "", last_event_id: int | None = None):
-        self.events: queue.Queue = queue.Queue()
-        self.stop = threading.Event()
-        self.connected = threading.Event()
-        headers = {"Authorization": f"Bearer {key}"}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = str(last_event_id)
-        self.url = f"http://127.0.0.1:{port}{STREAM}{'?' + query if query else ''}"
-        self.headers = headers
-        self.status: int | None = None
-        self.content_type = ""
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        assert self.connected.wait(15), "the stream did not open"
-
-    def _run(self):
-        with (
-            httpx.Client(timeout=httpx.Timeout(30, read=60)) as client,
-            connect_sse(client, "GET", self.url, headers=self.headers) as source,
-        ):
-            self.status = source.response.status_code
-            self.content_type = source.response.headers["content-type"]
-            self.connected.set()
-            try:
-                for event in source.iter_sse():
-                    # The SSE rule: no data, nothing to dispatch (httpx-sse hands comment
-                    # blocks, our heartbeats, over as empty events once an id was seen).
-                    if event.data:
-                        self.events.put(event)
-                    if self.stop.is_set():
-                        return
-            except httpx.HTTPError:
-                if not self.stop.is_set():  # the server went away before the test ended
-                    raise
-
-    def take(self, count: int, timeout: float = 15) -> list:
-        got = []
-        deadline = time.monotonic() + timeout
-        while len(got) < count:
-            try:
-                got.append(self.events.get(timeout=max(0.01, deadline - time.monotonic())))
-            except queue.Empty:
-                break
-        return got
-
-    def close(self):
-        self.stop.set()
-
-
-@pytest.fixture
-def live(world, tmp_path):
-    require_services()
-    env = process_env(EVENT_STREAM_HEARTBEAT_SECONDS="1", DATABASE_POOL="1")
-    with asgi_server(env, tmp_path) as port:
-        yield port
 
 
 @pytest.mark.slow

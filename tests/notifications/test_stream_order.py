@@ -17,7 +17,7 @@ from events.models import Event
 from events.services import event_record
 from tests.factories import make_api_key
 from tests.liveserver import asgi_server, process_env, require_services
-from tests.notifications.test_stream import Reader
+from tests.notifications.sse_reader import Reader
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -1,0 +1,295 @@
+"""``Collab`` and ``AsyncCollab``: the same client, blocking or with ``await``.
+
+with Collab("http://127.0.0.1:8000", api_key="clb_...") as client:
+    project = client.projects.create(name="Rocket", visibility="private")
+
+async with await AsyncCollab.login(url, email=..., password=...) as client:
+    me = await client.users.me()
+"""
+
+import asyncio
+import copy
+import time
+from typing import Any, Self
+
+import httpx
+
+from . import _stream
+from ._core import BaseClient, Call, RetryPolicy, Session
+from .errors import CollabError, error_from_response
+from .pagination import AsyncPager, Pager
+
+
+class Collab(BaseClient):
+    """The blocking client. ``api_key=`` (a ``clb_...`` key), or ``Collab.login(...)``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 30.0,
+        cache: bool = False,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.Client | None = None,
+        session: Session | None = None,
+    ):
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            session=session,
+            max_retries=max_retries,
+            timeout=timeout,
+            cache=cache,
+            retry=retry,
+        )
+        self._http = http_client or httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    @classmethod
+    def login(cls, base_url: str, *, email: str, password: str, **options: Any) -> Self:
+        """Sign in with a password (JWT): the session refreshes itself as tokens expire."""
+        client = cls(base_url, **options)
+        pair = client.request("POST", "/v1/auth/login", json={"email": email, "password": password})
+        client.session = Session.from_pair(pair)
+        return client
+
+    def logout(self) -> None:
+        """End the session: both its tokens stop working."""
+        if self.session is None:
+            return
+        self.request("POST", "/v1/auth/logout", json={"refresh_token": self.session.refresh_token})
+        self.session = None
+
+    def with_options(self, *, max_retries: int | None = None) -> Self:
+        """A client sharing this one's connections and sign-in, with another retry budget
+        (``client.with_options(max_retries=0).issues.create(...)``)."""
+        clone = copy.copy(self)
+        clone.retry = copy.copy(self.retry)
+        if max_retries is not None:
+            clone.retry.max_retries = max_retries
+        from .resources import attach_resources
+
+        attach_resources(clone)
+        return clone
+
+    # Sending --------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, raw: bool = False, **kwargs: Any) -> Any:
+        """Send one API call, with retries; the typed result (``raw``: the whole body)."""
+        call = self._call(method, path, **kwargs)
+        response = self._send(call)
+        if raw:
+            if response.status_code >= 400:
+                raise error_from_response(response)
+            return response.json()
+        return self._result(call, response)
+
+    def _send(self, call: Call) -> httpx.Response:
+        attempt = 0
+        refreshed = False
+        while True:
+            self._refresh_if_stale(call)
+            response: httpx.Response | None
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    content=call.content,
+                    headers=self._auth_headers(call),
+                )
+            except httpx.TransportError as exc:
+                response, error = None, exc
+            else:
+                self._note(response)
+                if not refreshed and self._wants_refresh(call, response):
+                    refreshed = self._refresh()
+                    if refreshed:
+                        continue
+            delay = self._retry_delay(call, attempt, response)
+            if delay is None:
+                if response is None:
+                    raise self._connection_error(error) from error
+                return response
+            attempt += 1
+            time.sleep(delay)
+
+    def _refresh_if_stale(self, call: Call | None = None) -> None:
+        signing_in = call is not None and call.path.startswith("/v1/auth/")
+        if self.session is not None and self.session.stale() and not signing_in:
+            self._refresh()
+
+    def _refresh_after_401(self) -> bool:
+        return self.session is not None and self._refresh()
+
+    def _refresh(self) -> bool:
+        """Rotate the session's tokens; False when the refresh token is no longer good."""
+        assert self.session is not None
+        response = self._http.post(
+            "/v1/auth/refresh",
+            json={"refresh_token": self.session.refresh_token},
+            headers={"User-Agent": self.user_agent},
+        )
+        self._note(response)
+        if response.status_code != 200:
+            return False
+        self.session = Session.from_pair(response.json()["data"])
+        return True
+
+    def paginate(self, path: str, params: dict[str, Any], model: Any) -> Pager[Any]:
+        return Pager(self, path, params, model)
+
+    def stream(self, params: dict[str, Any], **options: Any):
+        from ._core import clean_params
+
+        state = _stream.StreamState(params=clean_params(params) or {}, **options)
+        return _stream.stream_events(self, state)
+
+    # Lifetime -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncCollab(BaseClient):
+    """The asynchronous client: every method of ``Collab``, awaited."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 30.0,
+        cache: bool = False,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        session: Session | None = None,
+    ):
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            session=session,
+            max_retries=max_retries,
+            timeout=timeout,
+            cache=cache,
+            retry=retry,
+        )
+        self._http = http_client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
+
+    @classmethod
+    async def login(cls, base_url: str, *, email: str, password: str, **options: Any) -> Self:
+        client = cls(base_url, **options)
+        pair = await client.request(
+            "POST", "/v1/auth/login", json={"email": email, "password": password}
+        )
+        client.session = Session.from_pair(pair)
+        return client
+
+    async def logout(self) -> None:
+        if self.session is None:
+            return
+        await self.request(
+            "POST", "/v1/auth/logout", json={"refresh_token": self.session.refresh_token}
+        )
+        self.session = None
+
+    def with_options(self, *, max_retries: int | None = None) -> Self:
+        clone = copy.copy(self)
+        clone.retry = copy.copy(self.retry)
+        if max_retries is not None:
+            clone.retry.max_retries = max_retries
+        from .resources import attach_resources
+
+        attach_resources(clone)
+        return clone
+
+    async def request(self, method: str, path: str, *, raw: bool = False, **kwargs: Any) -> Any:
+        call = self._call(method, path, **kwargs)
+        response = await self._send(call)
+        if raw:
+            if response.status_code >= 400:
+                raise error_from_response(response)
+            return response.json()
+        return self._result(call, response)
+
+    async def _send(self, call: Call) -> httpx.Response:
+        attempt = 0
+        refreshed = False
+        while True:
+            await self._refresh_if_stale(call)
+            response: httpx.Response | None
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    content=call.content,
+                    headers=self._auth_headers(call),
+                )
+            except httpx.TransportError as exc:
+                response, error = None, exc
+            else:
+                self._note(response)
+                if not refreshed and self._wants_refresh(call, response):
+                    refreshed = await self._refresh()
+                    if refreshed:
+                        continue
+            delay = self._retry_delay(call, attempt, response)
+            if delay is None:
+                if response is None:
+                    raise self._connection_error(error) from error
+                return response
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _refresh_if_stale(self, call: Call | None = None) -> None:
+        signing_in = call is not None and call.path.startswith("/v1/auth/")
+        if self.session is not None and self.session.stale() and not signing_in:
+            await self._refresh()
+
+    async def _refresh_after_401(self) -> bool:
+        return self.session is not None and await self._refresh()
+
+    async def _refresh(self) -> bool:
+        assert self.session is not None
+        response = await self._http.post(
+            "/v1/auth/refresh",
+            json={"refresh_token": self.session.refresh_token},
+            headers={"User-Agent": self.user_agent},
+        )
+        self._note(response)
+        if response.status_code != 200:
+            return False
+        self.session = Session.from_pair(response.json()["data"])
+        return True
+
+    def paginate(self, path: str, params: dict[str, Any], model: Any) -> AsyncPager[Any]:
+        return AsyncPager(self, path, params, model)
+
+    def stream(self, params: dict[str, Any], **options: Any):
+        from ._core import clean_params
+
+        state = _stream.StreamState(params=clean_params(params) or {}, **options)
+        return _stream.astream_events(self, state)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+__all__ = ["AsyncCollab", "Collab", "CollabError"]

@@ -1,0 +1,346 @@
+"""What the synchronous and the asynchronous clients share: building requests, deciding
+retries, reading answers (envelope, errors, rate-limit headers, ETags) and the JWT session.
+
+The two clients differ only in how they send and wait (``_client.py``); every decision is
+made here, once.
+"""
+
+import random
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import httpx
+
+from ._version import __version__
+from .errors import APIConnectionError, CollabError, error_from_response, retry_after_seconds
+
+if TYPE_CHECKING:
+    from . import resources
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+# Answers worth asking again: the rate limit (429: refused before anything ran, so safe for
+# any method), an unavailable or failing server (only where a repeat cannot do twice).
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Sign-in paths take no Idempotency-Key (they are not replayed) and never refresh a session.
+SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """The last ``X-RateLimit-*`` headers the server sent."""
+
+    limit: int
+    remaining: int
+    used: int
+    reset: int
+
+    @classmethod
+    def from_headers(cls, headers: httpx.Headers) -> "RateLimit | None":
+        try:
+            return cls(
+                limit=int(headers["X-RateLimit-Limit"]),
+                remaining=int(headers["X-RateLimit-Remaining"]),
+                used=int(headers["X-RateLimit-Used"]),
+                reset=int(headers["X-RateLimit-Reset"]),
+            )
+        except (KeyError, ValueError):
+            return None
+
+
+@dataclass
+class RetryPolicy:
+    """How many times a request is tried again, and how long to wait in between.
+
+    Connection errors and 5xx back off exponentially with full jitter (a random wait between
+    0 and ``base * 2**attempt``, at most ``cap``); 429 and 503 wait as ``Retry-After`` (or
+    ``X-RateLimit-Reset``) say, unless that is longer than ``max_wait``: then the error is
+    raised at once (a rate limit an hour away is the caller's decision, not a sleep).
+    """
+
+    max_retries: int = 3
+    base: float = 0.5
+    cap: float = 8.0
+    max_wait: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.cap, self.base * 2**attempt))  # noqa: S311
+
+
+@dataclass
+class Session:
+    """A JWT sign-in: the pair of tokens, and when the access token runs out."""
+
+    access_token: str
+    refresh_token: str
+    expires_at: float
+
+    @classmethod
+    def from_pair(cls, pair: dict[str, Any]) -> "Session":
+        return cls(
+            access_token=pair["access_token"],
+            refresh_token=pair["refresh_token"],
+            expires_at=time.time() + float(pair.get("expires_in") or 900),
+        )
+
+    def stale(self) -> bool:
+        return time.time() > self.expires_at - 30
+
+
+class ETagCache:
+    """GET answers kept by URL with their ETag (least recently used out first)."""
+
+    def __init__(self, size: int = 512):
+        self.size = size
+        self.entries: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+
+    def get(self, url: str) -> tuple[str, Any] | None:
+        entry = self.entries.get(url)
+        if entry is not None:
+            self.entries.move_to_end(url)
+        return entry
+
+    def put(self, url: str, etag: str, body: Any) -> None:
+        self.entries[url] = (etag, body)
+        self.entries.move_to_end(url)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+@dataclass
+class Call:
+    """One logical request: what is sent on every attempt of it."""
+
+    method: str
+    path: str
+    params: dict[str, Any] | None
+    json: Any
+    headers: dict[str, str]
+    content: bytes | None
+    model: Any  # a Model class, ``list[Model]`` marker (see ``parse``), str, bytes or None
+    max_retries: int
+
+    @property
+    def cache_key(self) -> str:
+        return self.path + ("?" + urlencode(sorted(self.params.items())) if self.params else "")
+
+    @property
+    def retry_safe(self) -> bool:
+        """Whether a repeat cannot do the work twice: an idempotent method, or a key."""
+        return self.method in IDEMPOTENT_METHODS or "Idempotency-Key" in self.headers
+
+
+def clean_params(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Query parameters as the API reads them: lists comma-joined, booleans lower-case,
+    ``None`` left out."""
+    if not params:
+        return None
+    cleaned: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple, set)):
+            value = ",".join(str(item) for item in value)
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        cleaned[key] = value
+    return cleaned or None
+
+
+def clean_body(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A write's body without the arguments the caller left out (``UNSET``)."""
+    if body is None:
+        return None
+    return {key: value for key, value in body.items() if value is not UNSET}
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+# An argument not given: left out of the body (``None`` is sent, as JSON null).
+UNSET: Any = _Unset()
+
+
+class BaseClient:
+    """State and decisions shared by ``Collab`` and ``AsyncCollab``."""
+
+    # The resources, one object each (``resources.RESOURCES``); typed as the blocking client
+    # sees them: on ``AsyncCollab`` each method answers an awaitable of the same result.
+    projects: "resources.Projects"
+    members: "resources.Members"
+    issues: "resources.Issues"
+    labels: "resources.Labels"
+    repositories: "resources.Repositories"
+    pulls: "resources.Pulls"
+    webhooks: "resources.Webhooks"
+    deliveries: "resources.Deliveries"
+    events: "resources.Events"
+    metrics: "resources.MetricsResource"
+    reports: "resources.Reports"
+    dashboard: "resources.DashboardResource"
+    users: "resources.Users"
+    workspaces: "resources.Workspaces"
+    invitations: "resources.Invitations"
+    api_keys: "resources.ApiKeys"
+    rate_limit: "resources.RateLimitResource"
+    auth: "resources.Auth"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        session: Session | None = None,
+        max_retries: int = 3,
+        timeout: float = 30.0,
+        cache: bool = False,
+        retry: RetryPolicy | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.session = session
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy(max_retries=max_retries)
+        if retry is None:
+            self.retry.max_retries = max_retries
+        self.cache = ETagCache() if cache else None
+        self.last_rate_limit: RateLimit | None = None
+        self.last_response: httpx.Response | None = None
+        self.user_agent = f"collab-client/{__version__} (python; httpx {httpx.__version__})"
+        from .resources import attach_resources
+
+        attach_resources(self)
+
+    # Requests -------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        model: Any = None,
+        if_match: str | None = None,
+        idempotency_key: str | None = None,
+        max_retries: int | None = None,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> Call:
+        sent = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        sent.update(headers or {})
+        if if_match is not None:
+            sent["If-Match"] = if_match
+        if method == "POST" and not path.startswith(SIGN_IN_PATHS):
+            # One key per call, the same on each of its retries: the server replays the
+            # first answer instead of doing the work twice.
+            sent["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        elif idempotency_key is not None:
+            sent["Idempotency-Key"] = idempotency_key
+        return Call(
+            method=method,
+            path=path,
+            params=clean_params(params),
+            json=clean_body(json) if isinstance(json, dict) else json,
+            headers=sent,
+            content=content,
+            model=model,
+            max_retries=self.retry.max_retries if max_retries is None else max_retries,
+        )
+
+    def _auth_headers(self, call: Call) -> dict[str, str]:
+        headers = dict(call.headers)
+        credential = self.session.access_token if self.session else self.api_key
+        if credential and "Authorization" not in headers:
+            headers["Authorization"] = f"Bearer {credential}"
+        if self.cache is not None and call.method == "GET":
+            cached = self.cache.get(call.cache_key)
+            if cached is not None:
+                headers["If-None-Match"] = cached[0]
+        return headers
+
+    def _wants_refresh(self, call: Call, response: httpx.Response | None) -> bool:
+        if self.session is None or call.path.startswith(SIGN_IN_PATHS):
+            return False
+        return response is not None and response.status_code == 401
+
+    def _retry_delay(
+        self, call: Call, attempt: int, response: httpx.Response | None
+    ) -> float | None:
+        """How long to wait before trying ``call`` again, or ``None`` to give up now."""
+        if attempt >= call.max_retries:
+            return None
+        if response is None:  # the connection failed
+            return self.retry.backoff(attempt) if call.retry_safe else None
+        status = response.status_code
+        if status not in RETRY_STATUSES:
+            return None
+        if status != 429 and not call.retry_safe:
+            return None
+        if status in (429, 503):
+            wait = retry_after_seconds(response)
+            if wait is not None:
+                if wait > self.retry.max_wait:
+                    return None
+                return wait + random.uniform(0, 0.25)  # noqa: S311 - spread the herd
+        return self.retry.backoff(attempt)
+
+    def _note(self, response: httpx.Response) -> None:
+        self.last_response = response
+        rate_limit = RateLimit.from_headers(response.headers)
+        if rate_limit is not None:
+            self.last_rate_limit = rate_limit
+
+    def _result(self, call: Call, response: httpx.Response) -> Any:
+        """The call's result from its final answer, or its error raised."""
+        body: Any
+        if response.status_code == 304 and self.cache is not None:
+            cached = self.cache.get(call.cache_key)
+            if cached is None:
+                raise CollabError("Not modified, and nothing cached", status=304)
+            etag, body = cached
+        elif response.status_code >= 400:
+            raise error_from_response(response)
+        else:
+            if call.model is str:
+                return response.text
+            if call.model is bytes:
+                return response.content
+            body = response.json() if response.content else None
+            etag = response.headers.get("ETag")
+            if self.cache is not None and call.method == "GET" and etag:
+                self.cache.put(call.cache_key, etag, body)
+        return parse(call.model, body, etag if call.method == "GET" else None)
+
+    @staticmethod
+    def _connection_error(exc: Exception) -> APIConnectionError:
+        return APIConnectionError(f"Could not reach the server: {exc}")
+
+
+class ListOf:
+    """``model=ListOf(Issue)``: ``data`` is a list of records (not paginated)."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+
+def parse(model: Any, body: Any, etag: str | None = None) -> Any:
+    """The typed result of a success envelope."""
+    if not isinstance(body, dict) or "data" not in body:
+        return body
+    data = body["data"]
+    if model is None or data is None:
+        return data
+    if isinstance(model, ListOf):
+        return [model.model.from_dict(item) for item in data]
+    record = model.from_dict(data)
+    record.etag = etag
+    return record

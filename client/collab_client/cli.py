@@ -1,0 +1,247 @@
+"""``collab``: the client on the command line, for operators and scripts.
+
+    export COLLAB_URL=http://127.0.0.1:8000 COLLAB_API_KEY=clb_...
+    collab projects list
+    collab issues list --project 1 --status open --json
+    collab issues create --project 1 --title "Broken build" --label bug --label ci
+    collab keys create --name ci --scope issues:read --expires-in 90d   # signs in (JWT)
+    collab events tail --project 1 --types 'issue.*'
+
+Output is an aligned table, or ``--json`` (one JSON document; ``events tail`` prints one
+event per line). Errors go to stderr as ``CODE: message`` with exit status 1 (2 for usage).
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ._client import Collab
+from ._core import UNSET
+from ._model import Model
+from .errors import CollabError
+
+COLUMNS = {
+    "projects": ["id", "name", "visibility", "status", "workspace_id"],
+    "issues": ["id", "number", "title", "status", "priority", "type", "assignee_id", "labels"],
+    "keys": ["id", "name", "prefix", "scopes", "expires_at", "revoked"],
+    "workspaces": ["id", "name", "slug", "role"],
+    "users": ["id", "email", "name", "role", "status"],
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Model):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[_cell(row.get(column)) for column in columns] for row in rows]
+    widths = [
+        max([len(column)] + [len(line[index]) for line in cells])
+        for index, column in enumerate(columns)
+    ]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _show(result: Any, args: argparse.Namespace, kind: str) -> None:
+    data = _plain(result)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return
+    rows = data if isinstance(data, list) else [data]
+    columns = COLUMNS.get(kind) or sorted({key for row in rows for key in row})
+    if kind == "keys" and rows and "key" in rows[0]:
+        columns = [*columns, "key"]
+    print(table(rows, columns))
+
+
+def _limit(items: Iterable[Any], limit: int | None) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(item)
+    return out
+
+
+def _client(args: argparse.Namespace, *, jwt: bool = False) -> Collab:
+    url = args.url or os.environ.get("COLLAB_URL") or "http://127.0.0.1:8000"
+    if jwt:
+        email = args.email or os.environ.get("COLLAB_EMAIL")
+        password = args.password or os.environ.get("COLLAB_PASSWORD")
+        if not (email and password):
+            raise SystemExit(
+                "collab: managing keys needs a sign-in: --email/--password or "
+                "COLLAB_EMAIL/COLLAB_PASSWORD"
+            )
+        return Collab.login(url, email=email, password=password)
+    key = args.api_key or os.environ.get("COLLAB_API_KEY")
+    if not key:
+        raise SystemExit("collab: no credentials: set COLLAB_API_KEY (or pass --api-key)")
+    return Collab(url, api_key=key)
+
+
+def run(args: argparse.Namespace) -> None:
+    command = (args.resource, args.action)
+    if args.resource == "keys":
+        with _client(args, jwt=True) as client:
+            if command == ("keys", "create"):
+                key = client.api_keys.create(
+                    name=args.name, scopes=args.scope, expires_in=args.expires_in
+                )
+                _show(key, args, "keys")
+            elif command == ("keys", "list"):
+                _show(_limit(client.api_keys.list(), args.limit), args, "keys")
+            elif command == ("keys", "revoke"):
+                client.api_keys.revoke(args.id)
+                print(f"Revoked key {args.id}.")
+            client.logout()
+        return
+    with _client(args) as client:
+        if command == ("projects", "list"):
+            projects = client.projects.list(workspace_id=args.workspace, status=args.status)
+            _show(_limit(projects, args.limit), args, "projects")
+        elif command == ("projects", "create"):
+            project = client.projects.create(
+                name=args.name,
+                description=args.description,
+                visibility=args.visibility,
+                workspace_id=args.workspace,
+            )
+            _show(project, args, "projects")
+        elif command == ("issues", "list"):
+            pager = client.issues.list(
+                args.project,
+                status=args.status,
+                assignee=args.assignee,
+                labels=args.label or None,
+                q=args.q,
+            )
+            _show(_limit(pager, args.limit), args, "issues")
+        elif command == ("issues", "create"):
+            created = client.issues.create(
+                args.project,
+                title=args.title,
+                description=args.description,
+                priority=args.priority,
+                type=args.type,
+                labels=args.label or UNSET,
+            )
+            _show(created, args, "issues")
+        elif command == ("issues", "close"):
+            _show(client.issues.update(args.id, status="closed"), args, "issues")
+        elif command == ("workspaces", "list"):
+            _show(_limit(client.workspaces.list(), args.limit), args, "workspaces")
+        elif command == ("events", "tail"):
+            stream = client.events.stream(
+                project_id=args.project, types=args.types, last_event_id=args.since
+            )
+            for event in stream:
+                if args.json:
+                    print(json.dumps(event.to_dict(), sort_keys=True), flush=True)
+                else:
+                    print(f"{event.id}  {event.created_at}  {event.type}", flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    top = argparse.ArgumentParser(prog="collab", description="The Collab API from a shell.")
+    top.add_argument("--version", action="version", version=f"collab-client {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help="the server (default: $COLLAB_URL)")
+    common.add_argument("--api-key", help="an API key (default: $COLLAB_API_KEY)")
+    common.add_argument("--json", action="store_true", help="JSON instead of a table")
+    common.add_argument("--limit", type=int, help="at most this many rows")
+    resources = top.add_subparsers(dest="resource", required=True)
+
+    projects = resources.add_parser("projects").add_subparsers(dest="action", required=True)
+    listing = projects.add_parser("list", parents=[common])
+    listing.add_argument("--workspace", type=int)
+    listing.add_argument("--status", choices=["active", "archived"])
+    create = projects.add_parser("create", parents=[common])
+    create.add_argument("--name", required=True)
+    create.add_argument("--description")
+    create.add_argument("--visibility", choices=["private", "internal", "public"])
+    create.add_argument("--workspace", type=int)
+
+    issues = resources.add_parser("issues").add_subparsers(dest="action", required=True)
+    listing = issues.add_parser("list", parents=[common])
+    listing.add_argument("--project", type=int)
+    listing.add_argument("--status")
+    listing.add_argument("--assignee")
+    listing.add_argument("--label", action="append")
+    listing.add_argument("--q")
+    create = issues.add_parser("create", parents=[common])
+    create.add_argument("--project", type=int, required=True)
+    create.add_argument("--title", required=True)
+    create.add_argument("--description")
+    create.add_argument("--priority", choices=["low", "medium", "high", "critical"])
+    create.add_argument("--type", choices=["bug", "feature", "task", "improvement"])
+    create.add_argument("--label", action="append")
+    close = issues.add_parser("close", parents=[common])
+    close.add_argument("id", type=int)
+
+    workspaces = resources.add_parser("workspaces").add_subparsers(dest="action", required=True)
+    workspaces.add_parser("list", parents=[common])
+
+    sign_in = argparse.ArgumentParser(add_help=False)
+    sign_in.add_argument("--email", help="default: $COLLAB_EMAIL")
+    sign_in.add_argument("--password", help="default: $COLLAB_PASSWORD")
+    keys = resources.add_parser("keys").add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", parents=[common, sign_in])
+    create.add_argument("--name", required=True)
+    create.add_argument("--scope", action="append", required=True, help="repeat for several")
+    create.add_argument("--expires-in", default="90d", help="90d, 12h, 1y or never")
+    keys.add_parser("list", parents=[common, sign_in])
+    revoke = keys.add_parser("revoke", parents=[common, sign_in])
+    revoke.add_argument("id", type=int)
+
+    events = resources.add_parser("events").add_subparsers(dest="action", required=True)
+    tail = events.add_parser("tail", parents=[common])
+    tail.add_argument("--project", type=int)
+    tail.add_argument("--types", help="comma-separated kinds, issue.* allowed")
+    tail.add_argument("--since", type=int, help="replay what came after this event id")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    for name in ("description", "visibility", "workspace", "priority", "type"):
+        if getattr(args, name, None) is None and hasattr(args, name):
+            setattr(args, name, _unset_or_none(args.action, name))
+    try:
+        run(args)
+    except CollabError as error:
+        print(f"collab: {error}", file=sys.stderr)
+        for field, messages in (error.details or {}).items():
+            print(f"  {field}: {messages}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _unset_or_none(action: str, name: str) -> Any:
+    """An option not given: left out of a create's body, no filter on a list."""
+    return UNSET if action == "create" else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

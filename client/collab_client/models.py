@@ -1,0 +1,565 @@
+"""Typed records of the Collab API, generated from its OpenAPI schema by
+``tools/generate_models.py``: do not edit by hand.
+
+Every field may be ``None`` (a record read from an older or newer server may lack it); fields
+a newer server adds are kept in ``extra``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from ._model import Model
+
+__all__ = [
+    "ApiKey",
+    "ApiKeyCreated",
+    "Branch",
+    "BreakdownEntry",
+    "Breakdowns",
+    "BulkError",
+    "Commit",
+    "CommitMetrics",
+    "Dashboard",
+    "DayPoint",
+    "Delivery",
+    "DeliveryAttempt",
+    "DeliveryDetail",
+    "DeliveryStatus",
+    "Event",
+    "EventKind",
+    "Invitation",
+    "InvitationStatus",
+    "Issue",
+    "IssueBulkResult",
+    "IssueHistory",
+    "IssueMetrics",
+    "IssueStatus",
+    "Label",
+    "Me",
+    "Method",
+    "Metrics",
+    "PageMeta",
+    "Priority",
+    "Project",
+    "ProjectMember",
+    "ProjectStatus",
+    "PullRequest",
+    "PullRequestMetrics",
+    "PullRequestState",
+    "PullRequestStateChange",
+    "PushAccepted",
+    "RateLimit",
+    "Repository",
+    "RepositoryCreated",
+    "Review",
+    "ReviewState",
+    "Role",
+    "Scopes",
+    "SyncStatus",
+    "Tier",
+    "TokenPair",
+    "Type",
+    "User",
+    "UserStatus",
+    "Visibility",
+    "Webhook",
+    "Workspace",
+    "WorkspaceDashboard",
+]
+
+DeliveryStatus = Literal["pending", "succeeded", "failed"]
+InvitationStatus = Literal["pending", "accepted", "revoked", "expired"]
+IssueStatus = Literal["open", "in_progress", "closed"]
+Method = Literal["merge", "squash", "fast_forward"]
+Priority = Literal["low", "medium", "high", "critical"]
+ProjectStatus = Literal["active", "archived"]
+PullRequestStateChange = Literal["open", "closed"]
+PullRequestState = Literal["open", "closed", "merged"]
+ReviewState = Literal["approved", "changes_requested", "commented"]
+Role = Literal["owner", "admin", "developer", "viewer"]
+Scopes = Literal[
+    "projects:read",
+    "projects:write",
+    "projects:admin",
+    "issues:read",
+    "issues:write",
+    "issues:admin",
+    "users:read",
+    "users:write",
+]
+SyncStatus = Literal["pending", "syncing", "synced", "failed"]
+Tier = Literal["standard", "premium", "enterprise"]
+Type = Literal["bug", "feature", "task", "improvement"]
+UserStatus = Literal["active", "invited", "suspended"]
+Visibility = Literal["private", "internal", "public"]
+
+
+@dataclass(kw_only=True)
+class ApiKey(Model):
+    id: int | None = None
+    name: str | None = None
+    prefix: str | None = None
+    scopes: list[Scopes] | None = None
+    expires_at: str | None = None
+    last_used_at: str | None = None
+    revoked: bool | None = None
+    revoked_at: str | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class ApiKeyCreated(Model):
+    id: int | None = None
+    name: str | None = None
+    prefix: str | None = None
+    scopes: list[Scopes] | None = None
+    expires_at: str | None = None
+    last_used_at: str | None = None
+    revoked: bool | None = None
+    revoked_at: str | None = None
+    created_at: str | None = None
+    key: str | None = None
+
+
+@dataclass(kw_only=True)
+class Branch(Model):
+    name: str | None = None
+    commit_sha: str | None = None
+    is_default: bool | None = None
+
+
+@dataclass(kw_only=True)
+class BreakdownEntry(Model):
+    key: str | None = None
+    label: str | None = None
+    open: int | None = None
+    closed: int | None = None
+    total: int | None = None
+
+
+@dataclass(kw_only=True)
+class Breakdowns(Model):
+    status: list[BreakdownEntry] | None = None
+    type: list[BreakdownEntry] | None = None
+    priority: list[BreakdownEntry] | None = None
+    assignee: list[BreakdownEntry] | None = None
+    label: list[BreakdownEntry] | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {
+        "status": ("BreakdownEntry", True),
+        "type": ("BreakdownEntry", True),
+        "priority": ("BreakdownEntry", True),
+        "assignee": ("BreakdownEntry", True),
+        "label": ("BreakdownEntry", True),
+    }
+
+
+@dataclass(kw_only=True)
+class BulkError(Model):
+    code: str | None = None
+    message: str | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class Commit(Model):
+    sha: str | None = None
+    repository_id: int | None = None
+    author_name: str | None = None
+    author_email: str | None = None
+    message: str | None = None
+    authored_at: str | None = None
+    committed_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class CommitMetrics(Model):
+    total: int | None = None
+    this_month: int | None = None
+
+
+@dataclass(kw_only=True)
+class Dashboard(Model):
+    period: str | None = None
+    series: list[DayPoint] | None = None
+    breakdowns: Breakdowns | None = None
+    breakdowns_as_of: str | None = None
+    from_: str | None = None
+    to: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {
+        "series": ("DayPoint", True),
+        "breakdowns": ("Breakdowns", False),
+    }
+    __wire__: ClassVar[dict[str, str]] = {"from_": "from"}
+
+
+@dataclass(kw_only=True)
+class DayPoint(Model):
+    date: str | None = None
+    issues_opened: int | None = None
+    issues_closed: int | None = None
+    issues_reopened: int | None = None
+    open_issues: int | None = None
+    commits: int | None = None
+    pull_requests_opened: int | None = None
+    pull_requests_merged: int | None = None
+
+
+@dataclass(kw_only=True)
+class Delivery(Model):
+    id: int | None = None
+    uuid: str | None = None
+    webhook_id: int | None = None
+    event_id: int | None = None
+    event_type: str | None = None
+    status: DeliveryStatus | None = None
+    attempts: int | None = None
+    next_attempt_at: str | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+    redelivery_of: int | None = None
+    created_at: str | None = None
+    completed_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class DeliveryAttempt(Model):
+    number: int | None = None
+    started_at: str | None = None
+    duration_ms: int | None = None
+    status_code: int | None = None
+    error: str | None = None
+    response_excerpt: str | None = None
+    request_headers: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class DeliveryDetail(Model):
+    id: int | None = None
+    uuid: str | None = None
+    webhook_id: int | None = None
+    event_id: int | None = None
+    event_type: str | None = None
+    status: DeliveryStatus | None = None
+    attempts: int | None = None
+    next_attempt_at: str | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+    redelivery_of: int | None = None
+    created_at: str | None = None
+    completed_at: str | None = None
+    attempt_log: list[DeliveryAttempt] | None = None
+    payload: dict[str, Any] | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"attempt_log": ("DeliveryAttempt", True)}
+
+
+@dataclass(kw_only=True)
+class Event(Model):
+    id: int | None = None
+    type: str | None = None
+    created_at: str | None = None
+    workspace_id: int | None = None
+    project_id: int | None = None
+    actor_id: int | None = None
+    data: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class EventKind(Model):
+    type: str | None = None
+    emitted_by: str | None = None
+    data: str | None = None
+
+
+@dataclass(kw_only=True)
+class Invitation(Model):
+    id: int | None = None
+    workspace_id: int | None = None
+    email: str | None = None
+    role: Role | None = None
+    projects: list[int] | None = None
+    status: InvitationStatus | None = None
+    expires_at: str | None = None
+    created_at: str | None = None
+    invited_by: int | None = None
+
+
+@dataclass(kw_only=True)
+class Issue(Model):
+    """An issue record, for the schema: lists and records are built from ``.values()`` rows."""
+
+    id: int | None = None
+    project_id: int | None = None
+    number: int | None = None
+    title: str | None = None
+    description: str | None = None
+    type: Type | None = None
+    priority: Priority | None = None
+    status: IssueStatus | None = None
+    assignee_id: int | None = None
+    reporter_id: int | None = None
+    labels: list[str] | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    closed_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class IssueBulkResult(Model):
+    """One item's answer: its record (201 created, 200 changed) or its error."""
+
+    index: int | None = None
+    status: int | None = None
+    data: Issue | None = None
+    error: BulkError | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {
+        "data": ("Issue", False),
+        "error": ("BulkError", False),
+    }
+
+
+@dataclass(kw_only=True)
+class IssueHistory(Model):
+    id: int | None = None
+    field: str | None = None
+    old_value: Any = None
+    new_value: Any = None
+    actor_id: int | None = None
+    source: str | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class IssueMetrics(Model):
+    total: int | None = None
+    open: int | None = None
+    closed: int | None = None
+    opened: int | None = None
+    reopened: int | None = None
+    closings: int | None = None
+    average_resolution_time: str | None = None
+    average_resolution_seconds: int | None = None
+
+
+@dataclass(kw_only=True)
+class Label(Model):
+    id: int | None = None
+    project_id: int | None = None
+    name: str | None = None
+    color: str | None = None
+    description: str | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class Me(Model):
+    id: int | None = None
+    email: str | None = None
+    name: str | None = None
+    status: UserStatus | None = None
+    tier: Tier | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class Metrics(Model):
+    period: str | None = None
+    issues: IssueMetrics | None = None
+    commits: CommitMetrics | None = None
+    pull_requests: PullRequestMetrics | None = None
+    from_: str | None = None
+    to: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {
+        "issues": ("IssueMetrics", False),
+        "commits": ("CommitMetrics", False),
+        "pull_requests": ("PullRequestMetrics", False),
+    }
+    __wire__: ClassVar[dict[str, str]] = {"from_": "from"}
+
+
+@dataclass(kw_only=True)
+class PageMeta(Model):
+    total: int | None = None
+    page: int | None = None
+    per_page: int | None = None
+    current_page: int | None = None
+    total_pages: int | None = None
+    total_count: int | None = None
+
+
+@dataclass(kw_only=True)
+class Project(Model):
+    """A project as the API shows it. ``team_count`` comes annotated by the selectors."""
+
+    id: int | None = None
+    workspace_id: int | None = None
+    name: str | None = None
+    description: str | None = None
+    status: ProjectStatus | None = None
+    visibility: Visibility | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    team_count: int | None = None
+
+
+@dataclass(kw_only=True)
+class ProjectMember(Model):
+    id: int | None = None
+    email: str | None = None
+    name: str | None = None
+    status: UserStatus | None = None
+    role: Role | None = None
+    added_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class PullRequest(Model):
+    id: int | None = None
+    repository_id: int | None = None
+    number: int | None = None
+    title: str | None = None
+    description: str | None = None
+    head: str | None = None
+    base: str | None = None
+    state: PullRequestState | None = None
+    author_id: int | None = None
+    head_sha: str | None = None
+    base_sha: str | None = None
+    merge_commit_sha: str | None = None
+    merge_method: str | None = None
+    merged_by_id: int | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    merged_at: str | None = None
+    closed_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class PullRequestMetrics(Model):
+    opened: int | None = None
+    merged: int | None = None
+    average_review_time: str | None = None
+    average_review_seconds: int | None = None
+
+
+@dataclass(kw_only=True)
+class PushAccepted(Model):
+    queued: bool | None = None
+
+
+@dataclass(kw_only=True)
+class RateLimit(Model):
+    """The caller's rate-limit window (`GET /v1/rate_limit`)."""
+
+    tier: Tier | None = None
+    limit: int | None = None
+    remaining: int | None = None
+    used: int | None = None
+    reset: int | None = None
+    reset_at: str | None = None
+    window_seconds: int | None = None
+
+
+@dataclass(kw_only=True)
+class Repository(Model):
+    id: int | None = None
+    project_id: int | None = None
+    name: str | None = None
+    clone_url: str | None = None
+    default_branch: str | None = None
+    sync_status: SyncStatus | None = None
+    sync_error: str | None = None
+    last_synced_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class RepositoryCreated(Model):
+    id: int | None = None
+    project_id: int | None = None
+    name: str | None = None
+    clone_url: str | None = None
+    default_branch: str | None = None
+    sync_status: SyncStatus | None = None
+    sync_error: str | None = None
+    last_synced_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    webhook_secret: str | None = None
+    push_url: str | None = None
+
+
+@dataclass(kw_only=True)
+class Review(Model):
+    id: int | None = None
+    pull_request_id: int | None = None
+    author_id: int | None = None
+    state: ReviewState | None = None
+    body: str | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class TokenPair(Model):
+    access_token: str | None = None
+    refresh_token: str | None = None
+    token_type: str | None = None
+    expires_in: int | None = None
+
+
+@dataclass(kw_only=True)
+class User(Model):
+    """A user as seen inside one workspace: ``role`` is their role there."""
+
+    id: int | None = None
+    email: str | None = None
+    name: str | None = None
+    role: Role | None = None
+    status: UserStatus | None = None
+    workspace_id: int | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class Webhook(Model):
+    """A webhook as shown: never its secret (``secret`` appears once, in a create's answer,."""
+
+    id: int | None = None
+    project_id: int | None = None
+    url: str | None = None
+    events: list[str] | None = None
+    description: str | None = None
+    active: bool | None = None
+    disabled_reason: str | None = None
+    failing_since: str | None = None
+    last_delivery_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    secret: str | None = None
+
+
+@dataclass(kw_only=True)
+class Workspace(Model):
+    id: int | None = None
+    name: str | None = None
+    slug: str | None = None
+    role: Role | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class WorkspaceDashboard(Model):
+    period: str | None = None
+    series: list[DayPoint] | None = None
+    breakdowns: Breakdowns | None = None
+    breakdowns_as_of: str | None = None
+    project_ids: list[int] | None = None
+    from_: str | None = None
+    to: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {
+        "series": ("DayPoint", True),
+        "breakdowns": ("Breakdowns", False),
+    }
+    __wire__: ClassVar[dict[str, str]] = {"from_": "from"}

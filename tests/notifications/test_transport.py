@@ -1,0 +1,226 @@
+"""The webhook transport against real sockets on 127.0.0.1: kept connections, a receiver's
+share of the senders, the pause after failures in a row."""
+
+import socket
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from events.models import Event
+from notifications import crypto, services, transport
+from notifications.models import Delivery, DeliveryAttempt, Webhook
+from tests.notifications.receiver import start_receiver
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def receiver():
+    receiver, server = start_receiver()
+    yield receiver
+    server.shutdown()
+    server.server_close()
+
+
+class Dropper:
+    """Accepts connections and closes them at once, unanswered (a network failure each time),
+    until it is ``answering``; counts the connections made to it."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.accepted = 0
+        self.answering = False
+        self.running = True
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def _serve(self):
+        while self.running:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.answering:
+                connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+            connection.close()
+
+    def close(self):
+        self.running = False
+        self.socket.close()
+
+
+class Holder:
+    """Answers 200 only when released: its requests stay in flight until then."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.arrived = threading.Semaphore(0)
+        self.receiver, self.server = start_receiver()
+        handler = self.server.RequestHandlerClass
+        original, holder = handler.do_POST, self
+
+        def do_post(handler_self):
+            holder.arrived.release()
+            holder.release.wait(10)
+            original(handler_self)
+
+        handler.do_POST = do_post
+
+    @property
+    def url(self) -> str:
+        return self.receiver.url
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def post(url: str, timeout: float = 2.0) -> transport.PostResult:
+    return transport.post(
+        url, body=b"{}", headers={"Content-Type": "application/json"}, timeout=timeout
+    )
+
+
+def test_a_receivers_connection_is_kept_between_deliveries(receiver):
+    results = [post(receiver.url) for _ in range(5)]
+    assert [result.status_code for result in results] == [200] * 5
+    requests = receiver.wait_for(5)
+    assert len({request.peer_port for request in requests}) == 1
+
+
+def test_each_receiver_gets_its_own_connection(receiver):
+    other, other_server = start_receiver()
+    try:
+        for _ in range(2):
+            assert post(receiver.url).ok and post(other.url).ok
+        assert len({request.peer_port for request in receiver.wait_for(2)}) == 1
+        assert len({request.peer_port for request in other.wait_for(2)}) == 1
+        assert len(transport.receivers.pools) == 2
+    finally:
+        other_server.shutdown()
+        other_server.server_close()
+
+
+def test_failures_in_a_row_pause_the_receiver_then_one_probe_tries_it(settings):
+    settings.WEBHOOK_HOST_FAILURES_TO_PAUSE = 3
+    settings.WEBHOOK_HOST_PAUSE_SECONDS = 0.5
+    dropper = Dropper()
+    try:
+        failed = [post(dropper.url) for _ in range(3)]
+        assert all(result.status_code is None and result.retryable for result in failed)
+        assert dropper.accepted == 3
+
+        paused = post(dropper.url)
+        assert paused.status_code is None and not paused.deferred
+        assert "paused" in paused.error and paused.retryable
+        assert dropper.accepted == 3  # not sent: no connection made
+
+        time.sleep(0.6)
+        probe = post(dropper.url)
+        assert probe.status_code is None and "paused" not in probe.error
+        assert dropper.accepted == 4
+        # It failed again: paused anew, for twice as long.
+        gate = transport.receivers.gate("127.0.0.1", dropper.port)
+        assert gate.failures == 4
+        assert 0.9 < gate.paused_until - time.monotonic() <= 1.0
+        assert "paused" in post(dropper.url).error
+    finally:
+        dropper.close()
+
+
+def test_a_receiver_answering_again_ends_its_pause(settings):
+    settings.WEBHOOK_HOST_FAILURES_TO_PAUSE = 2
+    settings.WEBHOOK_HOST_PAUSE_SECONDS = 0.3
+    dropper = Dropper()
+    try:
+        assert post(dropper.url).status_code is None and post(dropper.url).status_code is None
+        assert "paused" in post(dropper.url).error
+
+        time.sleep(0.4)
+        dropper.answering = True
+        assert post(dropper.url).status_code == 200
+        gate = transport.receivers.gate("127.0.0.1", dropper.port)
+        assert gate.failures == 0 and gate.paused_until == 0
+        assert post(dropper.url).ok
+        assert dropper.accepted == 4
+    finally:
+        dropper.close()
+
+
+def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings):
+    settings.WEBHOOK_HOST_CONCURRENCY = 1
+    settings.WEBHOOK_HOST_WAIT_SECONDS = 0.05
+    settings.WEBHOOK_BUSY_DEFER_SECONDS = 30
+    holder = Holder()
+    try:
+        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
+        first.start()
+        assert holder.arrived.acquire(timeout=5)  # the receiver's one slot is taken
+
+        webhook = Webhook.objects.create(
+            project=world.project, url=holder.url, events=["*"], secret_encrypted=_secret()
+        )
+        event = Event.objects.create(
+            type="issue.updated", workspace_id=world.acme.pk, dispatched_at=timezone.now()
+        )
+        delivery = Delivery.objects.create(webhook=webhook, event=event)
+        before = timezone.now()
+        assert services.delivery_send(delivery_id=delivery.pk) is None
+
+        delivery.refresh_from_db()
+        assert delivery.status == Delivery.Status.PENDING
+        assert delivery.attempts == 0 and delivery.claimed_until is None
+        assert delivery.next_attempt_at >= before + timedelta(seconds=30)
+        assert not DeliveryAttempt.objects.exists()
+        assert holder.receiver.requests == []
+
+        holder.release.set()
+        first.join(5)
+        # Its slot back, the receiver takes the delivery when it is due.
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        sent = services.delivery_send(delivery_id=delivery.pk)
+        assert sent is not None and sent.status == Delivery.Status.SUCCEEDED
+        assert sent.attempts == 1
+    finally:
+        holder.close()
+
+
+def test_a_paused_receiver_fails_its_delivery_as_an_attempt_to_retry(world, settings):
+    settings.WEBHOOK_HOST_FAILURES_TO_PAUSE = 1
+    settings.WEBHOOK_HOST_PAUSE_SECONDS = 60
+    settings.WEBHOOK_MAX_ATTEMPTS = 5
+    settings.WEBHOOK_RETRY_BASE_SECONDS = 600  # past the countdown: the sweeper's to send
+    dropper = Dropper()
+    try:
+        assert post(dropper.url).status_code is None
+        webhook = Webhook.objects.create(
+            project=world.project, url=dropper.url, events=["*"], secret_encrypted=_secret()
+        )
+        event = Event.objects.create(
+            type="issue.updated", workspace_id=world.acme.pk, dispatched_at=timezone.now()
+        )
+        delivery = Delivery.objects.create(webhook=webhook, event=event)
+        sent = services.delivery_send(delivery_id=delivery.pk)
+        assert sent.status == Delivery.Status.PENDING and sent.attempts == 1
+        assert sent.next_attempt_at > timezone.now() + timedelta(minutes=5)
+        [attempt] = DeliveryAttempt.objects.filter(delivery=delivery)
+        assert "paused" in attempt.error and attempt.status_code is None
+        assert dropper.accepted == 1  # only the first post reached it
+    finally:
+        dropper.close()
+
+
+def _secret() -> str:
+    return crypto.secret_encrypt("s3cret-value")
