@@ -29,8 +29,10 @@ per endpoint in this process, through Django's test client):
   writes against bare views doing their essential writes (bench/views.py); creates from 8
   clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
 - ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
-- webhook delivery: an issue created over HTTP to its signed delivery at a receiver on
-  127.0.0.1 (p50, p99), then a burst, for deliveries per second of the one worker process;
+- webhook delivery to ten receivers on 127.0.0.1 and a dead one (it takes connections and
+  never answers): an issue created over HTTP to its signed deliveries (p50, p99), a burst for
+  deliveries per second of the one sender process (a threads pool, as docker-compose.yml runs
+  it), and write to delivery with writes at a steady --webhook-rate;
 - the event stream on a server of one process: --subscribers streams held at once, and the
   time from a write to its frame at every subscriber (p50, p99);
 - the rate limiter: ``GET /v1/users/me`` and the issue list with it off and on (Redis).
@@ -56,6 +58,7 @@ import os
 import platform
 import secrets
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -88,6 +91,8 @@ from bench.harness import (  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
 BULK_ITEMS = 100
+HEALTHY_RECEIVERS = 10
+WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
 
 def main() -> int:
@@ -133,13 +138,14 @@ def main() -> int:
             workers=2,
             threads=8,
         )
-        worker = CeleryWorker(environment)
-        processes += [server, limited, worker]
+        celery = workers(environment)
+        processes += [server, limited, *celery]
         for process in processes:
             process.start()
         server.wait_ready(timeout=60)
         limited.wait_ready(timeout=60)
-        worker.wait_ready()
+        for worker in celery:
+            worker.wait_ready()
         bases = {"api": server.base, "limited": limited.base}
         measure_requests(args, load, cases, bases, token)
         results["webhooks"] = measure_webhooks(args, server, writes["id"], token)
@@ -167,6 +173,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=30, help="Writes timed per latency.")
     parser.add_argument("--burst", type=int, default=200, help="Events in the webhook burst.")
     parser.add_argument(
+        "--webhook-rate", type=float, default=200, help="Deliveries/s in the steady webhook turn."
+    )
+    parser.add_argument(
+        "--webhook-seconds", type=float, default=5, help="Seconds of the steady webhook turn."
+    )
+    parser.add_argument(
         "--requests", type=int, default=5000, help="Python load: most requests per turn."
     )
     parser.add_argument("--python-load", action="store_true", help="Python threads, not wrk.")
@@ -181,6 +193,7 @@ def parse_args() -> argparse.Namespace:
         args.small, args.large = 200, 1000
         args.seconds, args.rounds = 1, 1
         args.subscribers, args.events, args.burst = 20, 3, 10
+        args.webhook_rate, args.webhook_seconds = 50, 1
         args.requests = 200
     return args
 
@@ -392,16 +405,20 @@ def measure_rounds(args, load, cases: list[dict], bases: dict, token: str) -> No
 
 
 class CeleryWorker:
-    """The worker as docker-compose.yml runs it, with one worker process."""
+    """A worker as docker-compose.yml runs it, with one worker process: the general one
+    (prefork) or the webhook sender (``--pool threads``, its threads sharing the process)."""
 
-    def __init__(self, environment: dict):
+    def __init__(self, environment: dict, *, name: str, queues: str, pool: str, concurrency: int):
         self.environment = environment
-        self.log = ROOT / "bench" / "results" / "worker.log"
+        self.name = f"{name}@{socket.gethostname()}"
+        self.queues, self.pool, self.concurrency = queues, pool, concurrency
+        self.log = ROOT / "bench" / "results" / f"worker-{name}.log"
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--concurrency", "1"]
+        command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "-n", self.name]
+        command += ["-Q", self.queues, "--pool", self.pool, "--concurrency", str(self.concurrency)]
         command += ["--loglevel", "WARNING", "--without-mingle", "--without-gossip"]
         with self.log.open("wb") as output:
             self.process = subprocess.Popen(  # noqa: S603 - our own process
@@ -420,19 +437,39 @@ class CeleryWorker:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit(f"the worker exited:\n{self.log.read_text()[-2000:]}")
-            if app.control.ping(timeout=1):
+            if app.control.ping(destination=[self.name], timeout=1):
                 return
-        raise SystemExit("the worker did not answer in time")
+        raise SystemExit(f"the worker {self.name} did not answer in time")
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+
+def workers(environment: dict) -> list[CeleryWorker]:
+    """The two kinds of worker of docker-compose.yml, one process each."""
+    return [
+        CeleryWorker(
+            environment,
+            name="general",
+            queues="default,git,analytics,email",
+            pool="prefork",
+            concurrency=1,
+        ),
+        CeleryWorker(
+            environment,
+            name="webhooks",
+            queues="webhooks",
+            pool="threads",
+            concurrency=WEBHOOK_SENDERS,
+        ),
+    ]
 
 
 def queue_drain(timeout: float) -> None:
@@ -511,49 +548,104 @@ def http_request(base: str, method: str, path: str, token: str, body: dict | Non
         connection.close()
 
 
+class DeadReceiver:
+    """A receiver that takes connections (the kernel completes them) and never answers: every
+    delivery to it waits out WEBHOOK_TIMEOUT_SECONDS."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0), backlog=4096)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.socket.getsockname()[1]}/hook"
+
+    def close(self) -> None:
+        self.socket.close()
+
+
 def measure_webhooks(args, server: Server, project_id: int, token: str) -> dict:
-    """Issues created over HTTP; the time from sending each to its delivery's arrival."""
-    receiver = Receiver()
-    hook = http_request(
-        server.base,
-        "POST",
-        f"/v1/projects/{project_id}/webhooks",
-        token,
-        {"url": receiver.url, "events": ["issue.created"], "secret": secrets.token_hex(16)},
-    )
-    latencies = []
+    """Ten healthy receivers and a dead one, each a webhook on issue.created: issues created
+    over HTTP one by one (write to delivery at every healthy receiver, p50 and p99), a burst
+    (healthy deliveries per second of the one sender process), then writes at a steady rate
+    (write to delivery at that rate)."""
+    from accounts.models import User
+    from issues.services import issue_create, issue_create_many
+    from projects.models import Project
+
+    healthy = [Receiver() for _ in range(HEALTHY_RECEIVERS)]
+    dead = DeadReceiver()
+    hooks = [
+        http_request(
+            server.base,
+            "POST",
+            f"/v1/projects/{project_id}/webhooks",
+            token,
+            {"url": url, "events": ["issue.created"], "secret": secrets.token_hex(16)},
+        )
+        for url in [receiver.url for receiver in healthy] + [dead.url]
+    ]
+
+    def arrived(issue_id: int) -> list[float] | None:
+        times = [receiver.arrivals.get(issue_id) for receiver in healthy]
+        return None if None in times else times
+
+    owner = User.objects.get(email=OWNER)
+    project = Project.objects.get(pk=project_id)
+    idle: list[float] = []
+    paced: list[float] = []
     try:
         for n in range(args.events):
             sent = time.perf_counter()
             issue = http_request(
                 server.base, "POST", f"/v1/projects/{project_id}/issues", token, {"title": f"H{n}"}
             )
-            arrival = wait_for(lambda issue_id=issue["id"]: receiver.arrivals.get(issue_id), 30)
-            latencies.append((arrival - sent) * 1000)
-        # Deliveries per second: a burst written at once, the worker's pace through it.
-        from accounts.models import User
-        from issues.services import issue_create
-        from projects.models import Project
-
-        owner = User.objects.get(email=OWNER)
-        project = Project.objects.get(pk=project_id)
-        before = len(receiver.arrivals)
+            times = wait_for(lambda issue_id=issue["id"]: arrived(issue_id), 30)
+            idle += [(arrival - sent) * 1000 for arrival in times]
+        # A burst written at once: the sender's pace through it.
         burst_started = time.perf_counter()
-        for n in range(args.burst):
-            issue_create(project=project, actor=owner, title=f"Burst {n}")
-        wait_for(lambda: len(receiver.arrivals) >= before + args.burst or None, 120)
-        burst_seconds = max(receiver.arrivals.values()) - burst_started
+        made = issue_create_many(
+            project=project,
+            actor=owner,
+            items=[(n, {"title": f"Burst {n}"}) for n in range(args.burst)],
+            atomic=True,
+        )
+        ids = [item["data"]["id"] for item in made]
+        wait_for(lambda: all(arrived(issue_id) for issue_id in ids) or None, 120)
+        last = max(max(arrived(issue_id)) for issue_id in ids)
+        burst_seconds = last - burst_started
+        # A steady rate of writes, each its own transaction and event.
+        interval = HEALTHY_RECEIVERS / args.webhook_rate
+        written: dict[int, float] = {}
+        began = time.perf_counter()
+        for n in range(round(args.webhook_seconds / interval)):
+            time.sleep(max(0.0, began + n * interval - time.perf_counter()))
+            issue = issue_create(project=project, actor=owner, title=f"Paced {n}")
+            written[issue.pk] = time.perf_counter()
+        wait_for(lambda: all(arrived(issue_id) for issue_id in written) or None, 120)
+        for issue_id, at in written.items():
+            paced += [(arrival - at) * 1000 for arrival in arrived(issue_id)]
     finally:
-        http_request(server.base, "DELETE", f"/v1/webhooks/{hook['id']}", token)
-        receiver.shutdown()
-        receiver.server_close()
+        for hook in hooks:
+            http_request(server.base, "DELETE", f"/v1/webhooks/{hook['id']}", token)
+        for receiver in healthy:
+            receiver.shutdown()
+            receiver.server_close()
+        dead.close()
+    deliveries = args.burst * HEALTHY_RECEIVERS
     return {
-        "events": len(latencies),
-        "p50_ms": round(statistics.median(latencies), 1),
-        "p99_ms": round(percentile(latencies, 99), 1),
+        "receivers": HEALTHY_RECEIVERS,
+        "dead_receivers": 1,
+        "events": args.events,
+        "idle_p50_ms": round(statistics.median(idle), 1),
+        "idle_p99_ms": round(percentile(idle, 99), 1),
         "burst": args.burst,
+        "burst_deliveries": deliveries,
         "burst_seconds": round(burst_seconds, 2),
-        "deliveries_per_second_per_worker": round(args.burst / burst_seconds, 1),
+        "deliveries_per_second_per_worker": round(deliveries / burst_seconds, 1),
+        "rate": args.webhook_rate,
+        "rate_deliveries": len(paced),
+        "p50_ms": round(statistics.median(paced), 1),
+        "p99_ms": round(percentile(paced, 99), 1),
     }
 
 
@@ -732,9 +824,12 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         )
     print()
     print(
-        f"webhooks: write to delivery p50 {hooks['p50_ms']} ms, p99 {hooks['p99_ms']} ms "
-        f"({hooks['events']} events); {hooks['deliveries_per_second_per_worker']} deliveries/s "
-        f"on one worker process ({hooks['burst']} in {hooks['burst_seconds']} s)"
+        f"webhooks ({hooks['receivers']} receivers and a dead one, one sender process): "
+        f"{hooks['deliveries_per_second_per_worker']} deliveries/s "
+        f"({hooks['burst_deliveries']} in {hooks['burst_seconds']} s); write to delivery "
+        f"p50 {hooks['p50_ms']} ms, p99 {hooks['p99_ms']} ms at {hooks['rate']}/s "
+        f"({hooks['rate_deliveries']} deliveries), one at a time p50 {hooks['idle_p50_ms']} ms, "
+        f"p99 {hooks['idle_p99_ms']} ms"
     )
     print(
         f"stream: {stream['subscribers']} subscribers on one server process "

@@ -13,15 +13,18 @@ deliveries due with no task on their way.
 import logging
 import random
 import secrets
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -42,6 +45,7 @@ from .records import webhook_record
 
 logger = logging.getLogger("collab.webhooks")
 TASKS = "notifications.tasks."
+T = TypeVar("T")
 
 # Kinds never fanned out to subscribed webhooks: the webhooks' own bookkeeping (in the log and
 # the stream, not sent to receivers, which would otherwise be told of their own creation).
@@ -234,7 +238,7 @@ def webhook_ping(*, webhook: Webhook, actor: User | None) -> Delivery:
         )
         delivery = Delivery.objects.create(webhook=webhook, event=event)
         Event.objects.filter(pk=event.pk).update(dispatched_at=timezone.now())
-        _send_after_commit([delivery.pk])
+        _send_after_commit([(delivery.pk, webhook.pk)])
     return delivery
 
 
@@ -250,19 +254,38 @@ def delivery_redeliver(*, delivery: Delivery, actor: User | None) -> Delivery:
         copy = Delivery.objects.create(
             webhook=webhook, event_id=delivery.event_id, redelivery_of=delivery
         )
-        _send_after_commit([copy.pk])
+        _send_after_commit([(copy.pk, webhook.pk)])
     return copy
 
 
 # Fan-out and sending -----------------------------------------------------------------------
 
 
-def _send_after_commit(delivery_ids: list[int]) -> None:
-    def send() -> None:
-        for delivery_id in delivery_ids:
-            _enqueue(TASKS + "webhook_deliver", delivery_id=delivery_id)
+# Deliveries to one webhook go out in batches of at most this many, sent in turn on the
+# receiver's kept connection; a task carries the batches of at most DELIVERY_TASK_BATCHES
+# webhooks, sent side by side (``deliveries_send``).
+DELIVERY_BATCH = 50
+DELIVERY_TASK_BATCHES = 16
 
-    if delivery_ids:
+
+def _send_after_commit(deliveries: list[tuple[int, int]]) -> None:
+    """Queue the sending of these ``(delivery id, webhook id)`` once the transaction commits:
+    an event's deliveries to all its webhooks in one task."""
+    by_webhook: dict[int, list[int]] = {}
+    for delivery_id, webhook_id in deliveries:
+        by_webhook.setdefault(webhook_id, []).append(delivery_id)
+    batches = [
+        ids[start : start + DELIVERY_BATCH]
+        for ids in by_webhook.values()
+        for start in range(0, len(ids), DELIVERY_BATCH)
+    ]
+
+    def send() -> None:
+        for start in range(0, len(batches), DELIVERY_TASK_BATCHES):
+            ids = [i for batch in batches[start : start + DELIVERY_TASK_BATCHES] for i in batch]
+            _enqueue(TASKS + "webhook_deliver", delivery_ids=ids)
+
+    if deliveries:
         transaction.on_commit(send)
 
 
@@ -287,33 +310,53 @@ def events_fanout(*, event_ids: list[int]) -> list[int]:
         if not events:
             return []
         fanned = [e for e in events if e.project_id is not None and e.type not in DIRECT_KINDS]
-        hooks: dict[int, list[Webhook]] = {}
-        if fanned:
-            project_ids = {event.project_id for event in fanned}
-            for hook in Webhook.objects.filter(project_id__in=project_ids, is_active=True):
-                hooks.setdefault(hook.project_id, []).append(hook)
-        Delivery.objects.bulk_create(
-            [
-                Delivery(webhook=hook, event=event)
-                for event in fanned
-                for hook in hooks.get(event.project_id or 0, [])
-                if kind_matches(event.type, hook.events)
-            ],
-            ignore_conflicts=True,
-        )
+        hooks = _deliveries_create(fanned)
         dispatched = [event.pk for event in events]
         Event.objects.filter(pk__in=dispatched).update(dispatched_at=timezone.now())
-        ids = []
+        made: list[tuple[int, int]] = []
         if hooks:
-            ids = list(
+            made = list(
                 Delivery.objects.filter(
                     event_id__in=dispatched, attempts=0, redelivery_of__isnull=True
                 )
                 .order_by("id")
-                .values_list("id", flat=True)
+                .values_list("id", "webhook_id")
             )
-        _send_after_commit(ids)
-    return ids
+        _send_after_commit(made)
+    return [delivery_id for delivery_id, _webhook_id in made]
+
+
+FANOUT_ATTEMPTS = 3
+
+
+def _deliveries_create(events: list[Event]) -> dict[int, list[Webhook]]:
+    """A delivery per event and active webhook of its project that wants its kind; returns
+    the webhooks by project. A webhook deleted between the read and the insert fails the
+    insert's foreign key: read them again and try again (in a savepoint each time)."""
+    if not events:
+        return {}
+    project_ids = {event.project_id for event in events}
+    attempt = 1
+    while True:
+        hooks: dict[int, list[Webhook]] = {}
+        for hook in Webhook.objects.filter(project_id__in=project_ids, is_active=True):
+            hooks.setdefault(hook.project_id, []).append(hook)
+        try:
+            with transaction.atomic():
+                Delivery.objects.bulk_create(
+                    [
+                        Delivery(webhook=hook, event=event)
+                        for event in events
+                        for hook in hooks.get(event.project_id or 0, [])
+                        if kind_matches(event.type, hook.events)
+                    ],
+                    ignore_conflicts=True,
+                )
+            return hooks
+        except IntegrityError:
+            if attempt == FANOUT_ATTEMPTS:
+                raise
+            attempt += 1
 
 
 def retry_delay(attempt: int) -> float:
@@ -333,40 +376,134 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
     Returns None when there was nothing to do (done already, not due, or claimed by another
     worker), so a task run twice sends once.
     """
+    [sent] = deliveries_send(delivery_ids=[delivery_id])
+    return sent
+
+
+def deliveries_send(*, delivery_ids: list[int]) -> list[Delivery | None]:
+    """Send these deliveries, each as ``delivery_send`` does (claimed one by one, so a lease
+    covers one POST), read with their webhooks and events in one query. Those of one webhook
+    go in turn, in the order given; each webhook's turn runs beside the others' on the
+    process's senders, so a slow receiver holds up only its own. Returns what
+    ``delivery_send`` would for each."""
+    found = {
+        delivery.pk: delivery
+        for delivery in Delivery.objects.select_related("webhook", "event").filter(
+            pk__in=delivery_ids, status=Delivery.Status.PENDING
+        )
+    }
+    by_webhook: dict[int, list[Delivery]] = {}
+    for delivery_id in delivery_ids:
+        if delivery_id in found:
+            by_webhook.setdefault(found[delivery_id].webhook_id, []).append(found[delivery_id])
+    groups = list(by_webhook.values())
+    sent: dict[int, Delivery | None] = {}
+    if groups:
+        others = [senders().submit(_in_thread, _webhook_send, group) for group in groups[1:]]
+        sent.update(_webhook_send(groups[0]))
+        for future in others:
+            sent.update(future.result())
+    return [sent.get(delivery_id) for delivery_id in delivery_ids]
+
+
+_senders: ThreadPoolExecutor | None = None
+_senders_lock = threading.Lock()
+
+
+def senders() -> ThreadPoolExecutor:
+    """This process's threads that send to webhooks side by side (WEBHOOK_SENDERS)."""
+    global _senders  # noqa: PLW0603 - one pool per process, made on first use
+    with _senders_lock:
+        if _senders is None:
+            _senders = ThreadPoolExecutor(
+                max_workers=settings.WEBHOOK_SENDERS, thread_name_prefix="collab-webhook-sender"
+            )
+        return _senders
+
+
+def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    """Run on a sender thread with a usable database connection, given back afterwards (to
+    the pool; closed without one, so an idle sender holds none)."""
+    close_old_connections()
+    try:
+        return function(*args)
+    finally:
+        connection.close()
+
+
+def _webhook_send(deliveries: list[Delivery]) -> dict[int, Delivery | None]:
+    """One webhook's deliveries in turn. Once its receiver is busy, the rest are handed back
+    untried, for a moment later."""
+    webhook = deliveries[0].webhook
+    secret = crypto.secret_decrypt(webhook.secret_encrypted)
+    sent: dict[int, Delivery | None] = {}
+    for index, delivery in enumerate(deliveries):
+        # One instance of the webhook, so what a send learns of its health the next knows.
+        delivery.webhook = webhook
+        result = _delivery_send_one(delivery, secret=secret)
+        if result == "deferred":
+            rest = [later.pk for later in deliveries[index + 1 :]]
+            if rest:
+                _enqueue(
+                    TASKS + "webhook_deliver",
+                    countdown=settings.WEBHOOK_BUSY_DEFER_SECONDS,
+                    delivery_ids=rest,
+                )
+            return sent
+        sent[delivery.pk] = result
+    return sent
+
+
+def _delivery_send_one(delivery: Delivery, *, secret: str) -> Delivery | Literal["deferred"] | None:
+    """One delivery claimed, sent and settled; "deferred" when handed back untried."""
     now = timezone.now()
     lease = now + timedelta(
         seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS
     )
+    # The attempt number read with the row is part of the claim: a delivery attempted by
+    # another worker since is not claimed on a stale count.
     claimed = (
         Delivery.objects.filter(
-            pk=delivery_id, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+            pk=delivery.pk,
+            status=Delivery.Status.PENDING,
+            attempts=delivery.attempts,
+            next_attempt_at__lte=now,
         )
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         .update(claimed_until=lease, attempts=F("attempts") + 1)
     )
     if not claimed:
         return None
-    delivery = Delivery.objects.select_related("webhook", "event").get(pk=delivery_id)
+    delivery.attempts += 1
+    delivery.claimed_until = lease
     webhook, event = delivery.webhook, delivery.event
     # Serialised once: these bytes are signed and sent, nothing is re-encoded in between.
     body = dumps(event.as_payload())
     timestamp = int(time.time())
     headers = signing.delivery_headers(
-        secret=crypto.secret_decrypt(webhook.secret_encrypted),
+        secret=secret,
         event_type=event.type,
         delivery_id=str(delivery.uuid),
         attempt=delivery.attempts,
         timestamp=timestamp,
         body=body,
     )
+    _connection_release()
     started = timezone.now()
     result = transport.post(
         webhook.url, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
     )
     if result.deferred:
         _delivery_defer(delivery, lease=lease)
-        return None
+        return "deferred"
     return _delivery_settle(delivery, lease=lease, started=started, headers=headers, result=result)
+
+
+def _connection_release() -> None:
+    """Hand a pooled database connection back while the POST waits on the receiver (for up
+    to WEBHOOK_TIMEOUT_SECONDS): a worker's senders may outnumber its pool's connections."""
+    if getattr(connection, "pool", None) is not None and not connection.in_atomic_block:
+        connection.close()
 
 
 def _delivery_defer(delivery: Delivery, *, lease: datetime) -> None:
@@ -448,8 +585,11 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
         if webhook.failing_since is None and last is not None and now - last < LAST_DELIVERY_STEP:
             return
         hooks.update(failing_since=None, last_delivery_at=now)
+        webhook.failing_since, webhook.last_delivery_at = None, now
         return
-    hooks.filter(failing_since__isnull=True).update(failing_since=now)
+    if webhook.failing_since is None:
+        hooks.filter(failing_since__isnull=True).update(failing_since=now)
+        webhook.failing_since = now
     limit = now - timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS)
     reason = (
         f"Every delivery failed for {settings.WEBHOOK_DISABLE_AFTER_HOURS} hours; "

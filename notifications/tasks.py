@@ -13,9 +13,13 @@ def event_fanout(*, event_ids: list[int] | None = None, event_id: int | None = N
 
 
 @shared_task
-def webhook_deliver(*, delivery_id: int) -> str | None:
-    delivery = services.delivery_send(delivery_id=delivery_id)
-    return delivery.status if delivery is not None else None
+def webhook_deliver(
+    *, delivery_ids: list[int] | None = None, delivery_id: int | None = None
+) -> list[str | None]:
+    # ``delivery_id``: one delivery (retries, the sweeper, and messages queued before batches).
+    ids = delivery_ids if delivery_ids is not None else [delivery_id] if delivery_id else []
+    sent = services.deliveries_send(delivery_ids=ids)
+    return [delivery.status if delivery is not None else None for delivery in sent]
 
 
 @shared_task

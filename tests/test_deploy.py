@@ -29,11 +29,13 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
 NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
 WORKER_COMMAND = (
-    "celery -A collab worker -Q default,webhooks,git,analytics,email"
-    " --loglevel INFO --concurrency 2"
+    "celery -A collab worker -Q default,git,analytics,email --loglevel INFO --concurrency 2"
+)
+WEBHOOK_WORKER_COMMAND = (
+    "celery -A collab worker -Q webhooks --pool threads --concurrency 32 --loglevel INFO"
 )
 
 
@@ -121,6 +123,7 @@ def test_compose_has_its_services(compose):
         "migrate",
         "web",
         "worker",
+        "webhook-worker",
         "beat",
         "nginx",
     }
@@ -168,9 +171,10 @@ def test_no_volume_is_shared_between_app_containers(compose):
 
 def test_replicas_two_web_two_workers_one_beat(compose):
     replicas = {
-        name: compose["services"][name]["deploy"]["replicas"] for name in ("web", "worker", "beat")
+        name: compose["services"][name]["deploy"]["replicas"]
+        for name in ("web", "worker", "webhook-worker", "beat")
     }
-    assert replicas == {"web": 2, "worker": 2, "beat": 1}
+    assert replicas == {"web": 2, "worker": 2, "webhook-worker": 2, "beat": 1}
     # Replicas need compose's own names: a fixed one would clash.
     for name in APP_SERVICES:
         assert "container_name" not in compose["services"][name], name
@@ -183,7 +187,7 @@ def test_migrations_run_once_before_anything_that_uses_the_database(compose):
     assert _words(migrate["command"]) == ["python", "manage.py", "migrate", "--noinput"]
     assert migrate["restart"] == "no"
     assert "deploy" not in migrate
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "webhook-worker", "beat"):
         service = compose["services"][name]
         assert service["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"
@@ -219,14 +223,29 @@ def test_nginx_publishes_the_port_and_reads_the_repository_config(compose):
     assert nginx["depends_on"]["web"] == {"condition": "service_healthy"}
 
 
-def test_the_worker_takes_every_queue(compose):
-    assert _words(compose["services"]["worker"]["command"]) == shlex.split(WORKER_COMMAND)
+def test_the_workers_take_every_queue_once_and_webhooks_on_threads(compose):
+    from django.conf import settings
+
+    worker = _words(compose["services"]["worker"]["command"])
+    sender = _words(compose["services"]["webhook-worker"]["command"])
+    assert worker == shlex.split(WORKER_COMMAND)
+    assert sender == shlex.split(WEBHOOK_WORKER_COMMAND)
+    queues = [
+        *worker[worker.index("-Q") + 1].split(","),
+        *sender[sender.index("-Q") + 1].split(","),
+    ]
+    assert sorted(queues) == sorted(settings.CELERY_TASK_QUEUES)
+    # One receiver's share of the senders leaves the others some: a dead one holds up no other.
+    senders = int(sender[sender.index("--concurrency") + 1])
+    assert senders > 2 * settings.WEBHOOK_HOST_CONCURRENCY
 
 
-@pytest.mark.parametrize("name", ["worker", "beat"])
-def test_celery_services_run_the_collab_app(compose, name):
+@pytest.mark.parametrize(
+    ("name", "program"), [("worker", "worker"), ("webhook-worker", "worker"), ("beat", "beat")]
+)
+def test_celery_services_run_the_collab_app(compose, name, program):
     service = compose["services"][name]
-    assert _words(service["command"])[:4] == ["celery", "-A", "collab", name]
+    assert _words(service["command"])[:4] == ["celery", "-A", "collab", program]
     assert "web" not in service["depends_on"]
     # The image's HEALTHCHECK probes gunicorn, which these containers do not run.
     assert service["healthcheck"] != {} and "scripts/healthcheck.py" not in str(

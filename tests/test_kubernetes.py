@@ -30,11 +30,13 @@ SECRET_EXAMPLE = KUBERNETES / "secret.example.yaml"
 KUBERNETES_VERSION = "1.30"
 
 WORKER_COMMAND = (
-    "celery -A collab worker -Q default,webhooks,git,analytics,email"
-    " --loglevel INFO --concurrency 2"
+    "celery -A collab worker -Q default,git,analytics,email --loglevel INFO --concurrency 2"
+)
+WEBHOOK_WORKER_COMMAND = (
+    "celery -A collab worker -Q webhooks --pool threads --concurrency 32 --loglevel INFO"
 )
 SECRET_KEYS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
-DEPLOYMENTS = ("collab-web", "collab-worker", "collab-beat")
+DEPLOYMENTS = ("collab-web", "collab-worker", "collab-webhook-worker", "collab-beat")
 
 
 # A kustomize of the features used -------------------------------------------------------
@@ -286,8 +288,9 @@ def test_every_container_runs_the_release_image(overlay):
 
 def test_replicas_two_or_more_web_and_workers_and_exactly_one_beat(overlay):
     name, documents = overlay
-    web, worker, beat = (_one(documents, "Deployment", n) for n in DEPLOYMENTS)
+    web, worker, sender, beat = (_one(documents, "Deployment", n) for n in DEPLOYMENTS)
     assert web["spec"]["replicas"] >= 2 and worker["spec"]["replicas"] >= 2
+    assert sender["spec"]["replicas"] >= 2
     if name == "production":
         assert web["spec"]["replicas"] > 2
     assert beat["spec"]["replicas"] == 1
@@ -314,7 +317,11 @@ def test_selectors_match_their_pods_and_no_other(overlay):
         for constraint in _pod_spec(deployment).get("topologySpreadConstraints", []):
             assert picked(constraint["labelSelector"]) == {name}
     budgets = [d for d in documents if d["kind"] == "PodDisruptionBudget"]
-    assert {b["metadata"]["name"] for b in budgets} == {"collab-web", "collab-worker"}
+    assert {b["metadata"]["name"] for b in budgets} == {
+        "collab-web",
+        "collab-worker",
+        "collab-webhook-worker",
+    }
     for budget in budgets:
         assert budget["spec"]["minAvailable"] == 1
         assert picked(budget["spec"]["selector"]) == {budget["metadata"]["name"]}
@@ -350,7 +357,7 @@ def test_the_processes_run_the_shipped_commands(overlay):
     """The same commands as docker-compose.yml's web, worker and beat (and the image's CMD)."""
     _, documents = overlay
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    web, worker, beat = (
+    web, worker, sender, beat = (
         _pod_spec(_one(documents, "Deployment", n))["containers"] for n in DEPLOYMENTS
     )
     compose_web = shlex.split(compose["web"]["command"])
@@ -358,6 +365,11 @@ def test_the_processes_run_the_shipped_commands(overlay):
     assert compose_web[:2] == ["gunicorn", "collab.asgi"]
     assert compose_web[compose_web.index("--worker-class") + 1] == "collab.serving.UvicornWorker"
     assert _command(worker[0]) == shlex.split(WORKER_COMMAND) == compose["worker"]["command"]
+    assert (
+        _command(sender[0])
+        == shlex.split(WEBHOOK_WORKER_COMMAND)
+        == compose["webhook-worker"]["command"]
+    )
     assert _command(beat[0]) == ["celery", "-A", "collab", "beat", "--loglevel", "INFO"]
     assert _command(beat[0]) == compose["beat"]["command"]
 
@@ -376,9 +388,10 @@ def test_migrations_run_in_the_job_and_every_deployment_waits_for_them(overlay):
             assert "migrate" not in _command(container), name
 
 
-def test_worker_liveness_pings_its_own_node(overlay):
+@pytest.mark.parametrize("name", ["collab-worker", "collab-webhook-worker"])
+def test_worker_liveness_pings_its_own_node(overlay, name):
     _, documents = overlay
-    (worker,) = _pod_spec(_one(documents, "Deployment", "collab-worker"))["containers"]
+    (worker,) = _pod_spec(_one(documents, "Deployment", name))["containers"]
     probe = " ".join(worker["livenessProbe"]["exec"]["command"])
     assert "celery -A collab inspect ping" in probe
     assert "celery@$HOSTNAME" in probe

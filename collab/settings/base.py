@@ -314,7 +314,9 @@ WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default
 # Retries due within this many seconds are queued with a countdown; later ones wait on their
 # row for the sweeper (below a Redis broker's visibility timeout, or they would be redelivered).
 WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float("WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0)
-# The sweeper runs this often and takes over work left without a task for the grace period.
+# Threads per worker process sending to webhooks side by side (a task's deliveries to several
+# webhooks go out at once, each webhook's in turn).
+WEBHOOK_SENDERS = env.int("WEBHOOK_SENDERS", default=32)
 # One receiver's share of a worker process (notifications/transport.py): deliveries in flight
 # at once, how long a sender waits for a turn before deferring its delivery by about
 # WEBHOOK_BUSY_DEFER_SECONDS, and the network failures in a row after which the receiver is
@@ -324,6 +326,7 @@ WEBHOOK_HOST_WAIT_SECONDS = env.float("WEBHOOK_HOST_WAIT_SECONDS", default=0.25)
 WEBHOOK_BUSY_DEFER_SECONDS = env.float("WEBHOOK_BUSY_DEFER_SECONDS", default=2.0)
 WEBHOOK_HOST_FAILURES_TO_PAUSE = env.int("WEBHOOK_HOST_FAILURES_TO_PAUSE", default=3)
 WEBHOOK_HOST_PAUSE_SECONDS = env.float("WEBHOOK_HOST_PAUSE_SECONDS", default=15.0)
+# The sweeper runs this often and takes over work left without a task for the grace period.
 WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.

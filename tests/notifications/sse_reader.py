@@ -5,7 +5,7 @@ import threading
 import time
 
 import httpx
-from httpx_sse import connect_sse
+from httpx_sse import ServerSentEvent
 
 STREAM = "/v1/events/stream"
 
@@ -31,22 +31,48 @@ class Reader:
     def _run(self):
         with (
             httpx.Client(timeout=httpx.Timeout(30, read=60)) as client,
-            connect_sse(client, "GET", self.url, headers=self.headers) as source,
+            client.stream("GET", self.url, headers=self.headers) as response,
         ):
-            self.status = source.response.status_code
-            self.content_type = source.response.headers["content-type"]
-            self.connected.set()
+            self.status = response.status_code
+            self.content_type = response.headers.get("content-type", "")
+            if response.status_code != 200:
+                self.connected.set()
+                return
             try:
-                for event in source.iter_sse():
-                    # The SSE rule: no data, nothing to dispatch (httpx-sse hands comment
-                    # blocks, our heartbeats, over as empty events once an id was seen).
-                    if event.data:
-                        self.events.put(event)
-                    if self.stop.is_set():
-                        return
+                self._read(response)
             except httpx.HTTPError:
                 if not self.stop.is_set():  # the server went away before the test ended
                     raise
+
+    def _read(self, response: httpx.Response) -> None:
+        """The SSE format by hand: its ``: connected`` comment, which says the stream is live
+        (the headers come before it), is a comment that SSE libraries drop."""
+        fields: dict[str, str] = {}
+        data: list[str] = []
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                if line == ": connected":
+                    self.connected.set()
+            elif line:
+                name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if name == "data":
+                    data.append(value)
+                else:
+                    fields[name] = value
+            elif data:  # a blank line ends an event; one without data is not dispatched
+                self.events.put(
+                    ServerSentEvent(
+                        event=fields.get("event", "message"),
+                        data="\n".join(data),
+                        id=fields.get("id", ""),
+                    )
+                )
+                fields, data = {}, []
+            else:
+                fields = {}
+            if self.stop.is_set():
+                return
 
     def take(self, count: int, timeout: float = 15) -> list:
         got = []

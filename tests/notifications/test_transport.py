@@ -7,12 +7,14 @@ import time
 from datetime import timedelta
 
 import pytest
+from celery.signals import task_prerun
 from django.utils import timezone
 
 from events.models import Event
 from notifications import crypto, services, transport
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.notifications.receiver import start_receiver
+from tests.notifications.test_delivery import register
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -224,3 +226,107 @@ def test_a_paused_receiver_fails_its_delivery_as_an_attempt_to_retry(world, sett
 
 def _secret() -> str:
     return crypto.secret_encrypt("s3cret-value")
+
+
+def _deliveries(world, url: str, count: int) -> list[Delivery]:
+    webhook = Webhook.objects.create(
+        project=world.project, url=url, events=["*"], secret_encrypted=_secret()
+    )
+    events = [
+        Event.objects.create(
+            type="issue.updated",
+            workspace_id=world.acme.pk,
+            project_id=world.project.pk,
+            dispatched_at=timezone.now(),
+        )
+        for _ in range(count)
+    ]
+    return [Delivery.objects.create(webhook=webhook, event=event) for event in events]
+
+
+def test_a_batch_goes_out_in_order_on_one_connection(world, receiver):
+    deliveries = _deliveries(world, receiver.url, 5)
+    sent = services.deliveries_send(delivery_ids=[d.pk for d in deliveries])
+    assert [d.status for d in sent] == [Delivery.Status.SUCCEEDED] * 5
+    requests = receiver.wait_for(5)
+    assert [r.headers["x-collab-delivery"] for r in requests] == [str(d.uuid) for d in deliveries]
+    assert len({r.peer_port for r in requests}) == 1
+    assert DeliveryAttempt.objects.count() == 5
+
+
+def test_a_fanout_sends_a_burst_of_events_in_one_batch_per_webhook(api, world, receiver):
+    register(api, world.project, receiver.url, events=["issue.created"])
+    runs = []
+
+    def record(sender=None, kwargs=None, **_):
+        if sender.name == "notifications.tasks.webhook_deliver":
+            runs.append(kwargs)
+
+    task_prerun.connect(record, weak=False)
+    try:
+        items = [{"title": f"Bulk {n}"} for n in range(6)]
+        response = api.owner.post(
+            f"/v1/projects/{world.project.pk}/issues/bulk", {"items": items}, format="json"
+        )
+    finally:
+        task_prerun.disconnect(record)
+    assert response.status_code == 200, response.content
+    [run] = runs
+    assert len(run["delivery_ids"]) == 6
+    requests = receiver.wait_for(6)
+    titles = [r.body for r in requests]
+    assert len(titles) == 6 and all(b"Bulk" in body for body in titles)
+    assert len({r.peer_port for r in requests}) == 1
+    assert Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count() == 6
+
+
+def test_a_busy_receiver_hands_the_rest_of_the_batch_back_untried(world, settings):
+    settings.WEBHOOK_HOST_CONCURRENCY = 1
+    settings.WEBHOOK_HOST_WAIT_SECONDS = 0.02
+    settings.WEBHOOK_BUSY_DEFER_SECONDS = 30
+    holder = Holder()
+    try:
+        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
+        first.start()
+        assert holder.arrived.acquire(timeout=5)
+        deliveries = _deliveries(world, holder.url, 3)
+        assert services.deliveries_send(delivery_ids=[d.pk for d in deliveries]) == [None] * 3
+        for delivery in Delivery.objects.all():
+            assert delivery.status == Delivery.Status.PENDING and delivery.attempts == 0
+            assert delivery.claimed_until is None
+        assert not DeliveryAttempt.objects.exists()
+        assert holder.receiver.requests == []
+    finally:
+        holder.close()
+
+
+def test_a_delivery_attempted_elsewhere_since_it_was_read_is_not_claimed(world, receiver):
+    [delivery] = _deliveries(world, receiver.url, 1)
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=1)  # another worker's try
+    assert services._delivery_send_one(delivery, secret="s3cret-value") is None  # noqa: SLF001
+    assert receiver.requests == []
+    assert Delivery.objects.get(pk=delivery.pk).attempts == 1
+
+
+def test_a_slow_receiver_holds_up_no_other_webhook_of_the_same_task(world, receiver):
+    holder = Holder()
+    try:
+        [slow] = _deliveries(world, holder.url, 1)
+        [quick] = _deliveries(world, receiver.url, 1)
+        sending = threading.Thread(
+            target=services.deliveries_send, kwargs={"delivery_ids": [slow.pk, quick.pk]}
+        )
+        sending.start()
+        assert holder.arrived.acquire(timeout=5)  # the slow one is on the wire, unanswered
+        [request] = receiver.wait_for(1, timeout=5)
+        assert request.headers["x-collab-delivery"] == str(quick.uuid)
+        deadline = time.monotonic() + 5
+        while Delivery.objects.get(pk=quick.pk).status != Delivery.Status.SUCCEEDED:
+            assert time.monotonic() < deadline, "the quick delivery was not settled"
+            time.sleep(0.02)
+        assert Delivery.objects.get(pk=slow.pk).status == Delivery.Status.PENDING
+        holder.release.set()
+        sending.join(10)
+        assert Delivery.objects.get(pk=slow.pk).status == Delivery.Status.SUCCEEDED
+    finally:
+        holder.close()
