@@ -104,19 +104,30 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
                 async for event in _replay(subscriber, last_event_id, boundary):
                     replayed.add(event.id)
                     yield event.frame()
+        queue = subscriber.queue
         while True:
             try:
-                item = await asyncio.wait_for(
-                    subscriber.queue.get(), timeout=settings.EVENT_STREAM_HEARTBEAT_SECONDS
-                )
+                # A timeout scope, not wait_for: that wraps each wait in a task of its own,
+                # and every event wakes every stream of the process.
+                async with asyncio.timeout(settings.EVENT_STREAM_HEARTBEAT_SECONDS):
+                    item = await queue.get()
             except TimeoutError:
                 yield b": heartbeat\n\n"
                 continue
-            if item is stream.CLOSE:
-                return
-            if item.id in replayed or (floor is not None and item.id <= floor):
-                continue
-            yield item.frame()
+            # What queued up meanwhile goes out in the same write.
+            frames = []
+            while True:
+                if item is stream.CLOSE:
+                    if frames:
+                        yield b"".join(frames)
+                    return
+                if item.id not in replayed and (floor is None or item.id > floor):
+                    frames.append(item.frame())
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if frames:
+                yield b"".join(frames)
     finally:
         hub.unsubscribe(subscriber)
 
