@@ -115,7 +115,7 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
                 yield b": heartbeat\n\n"
                 continue
             # What queued up meanwhile goes out in the same write.
-            frames = []
+            frames: list[bytes] = []
             while True:
                 if item is stream.CLOSE:
                     if frames:
