@@ -9,6 +9,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 
 from collab.api.exceptions import NotFound
+from collab.api.filters import ID_SCHEMA
 from collab.api.pagination import positive_int_param
 from collab.api.permissions import JwtOnly
 from collab.api.ratelimit import account_identity, client_address, rate_limit_peek
@@ -42,7 +43,7 @@ LOGOUT_OTHER_ACCOUNT = OpenApiResponse(
 )
 WORKSPACE_ID = OpenApiParameter(
     "workspace_id",
-    int,
+    ID_SCHEMA,
     description="The workspace whose members to read; by default the caller's first.",
 )
 
@@ -191,7 +192,7 @@ class UserViewSet(ApiViewSet):
         return self.paginated(self.filter_queryset(self.get_queryset()), UserSerializer)
 
     @extend_schema(
-        parameters=[WORKSPACE_ID, OpenApiParameter("id", int, OpenApiParameter.PATH)],
+        parameters=[WORKSPACE_ID, OpenApiParameter("id", ID_SCHEMA, OpenApiParameter.PATH)],
         description="A member of the workspace, by user id.",
     )
     def retrieve(self, request, pk=None):

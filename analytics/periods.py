@@ -14,10 +14,27 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from collab.api.exceptions import BadRequest
 
-PERIOD_PATTERN = r"^(all|[1-9][0-9]{0,5}[hdwmy])$"
-_FORM = re.compile(r"([1-9][0-9]{0,5})([hdwmy])")
 # Bounds keep every period inside the calendar (and a daily series finite): a century.
 _MAX = {"h": 100 * 366 * 24, "d": 100 * 366, "w": 100 * 53, "m": 100 * 12, "y": 100}
+
+
+def _up_to(n: int) -> str:
+    """A regular expression for the whole numbers 1 to ``n``, without leading zeros."""
+    digits = str(n)
+    shorter = [f"[1-9][0-9]{{0,{len(digits) - 2}}}"] if len(digits) > 1 else []
+    same_length = [
+        f"{digits[:i]}[{1 if i == 0 else 0}-{int(d) - 1}][0-9]{{{len(digits) - i - 1}}}"
+        for i, d in enumerate(digits)
+        if int(d) > (1 if i == 0 else 0)
+    ]
+    return "|".join([*shorter, *same_length, digits])
+
+
+# The schema states the same pattern, bounds included, so nothing it allows is refused.
+PERIOD_PATTERN = (
+    "^(?:all|" + "|".join(f"(?:{_up_to(top)}){unit}" for unit, top in _MAX.items()) + ")$"
+)
+_PERIOD = re.compile(PERIOD_PATTERN)
 DEFAULT_PERIOD = "30d"
 
 
@@ -46,8 +63,7 @@ def period_parse(raw: str | None, *, now: datetime) -> Period:
     value = DEFAULT_PERIOD if raw is None else raw
     if value == "all":
         return Period(name=value, start=None, end=now)
-    match = _FORM.fullmatch(value)
-    if match is None or int(match.group(1)) > _MAX[match.group(2)]:
+    if not _PERIOD.fullmatch(value):
         raise BadRequest(
             "Invalid query parameters.",
             details={
@@ -57,7 +73,7 @@ def period_parse(raw: str | None, *, now: datetime) -> Period:
                 ]
             },
         )
-    count, unit = int(match.group(1)), match.group(2)
+    count, unit = int(value[:-1]), value[-1]
     if unit == "h":
         this_hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         return Period(name=value, start=this_hour - timedelta(hours=count - 1), end=now)

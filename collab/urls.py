@@ -18,7 +18,8 @@ urlpatterns = [
     path("v1/", include("notifications.urls")),
     path("v1/", include("gitintegration.urls")),
     path("admin/", admin.site.urls),
-    re_path(r"^(?!admin/|static/).*$", views.not_found),
+    # Any other path, newlines and all, is the API's JSON 404, never an HTML page.
+    re_path(r"^(?!admin/|static/)[\s\S]*\Z", views.not_found),
 ]
 
 handler404 = "collab.views.not_found"

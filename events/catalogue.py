@@ -5,6 +5,8 @@ Webhook registrations are checked against it, the README's table is written from
 checks the code for kinds missing from it).
 """
 
+import re
+
 EVENT_KINDS: dict[str, tuple[str, str]] = {
     "project.created": ("POST /v1/projects", '{"project"}'),
     "project.updated": ("PUT/PATCH /v1/projects/:id", '{"project", "changes"}'),
@@ -95,3 +97,19 @@ def unknown_patterns(patterns: list[str]) -> list[str]:
         and pattern not in EVENT_KINDS
         and not (pattern.endswith(".*") and pattern[:-2] in families)
     ]
+
+
+def event_patterns() -> list[str]:
+    """Everything a subscription may name: each kind, each family (``issue.*``), and ``*``."""
+    families = sorted({kind.split(".", 1)[0] for kind in EVENT_KINDS})
+    return [*EVENT_KINDS, *(f"{family}.*" for family in families), "*"]
+
+
+def _types_pattern() -> str:
+    one = "|".join(re.escape(pattern) for pattern in event_patterns())
+    # Comma-separated, spaces around the commas allowed, empty items skipped, at least one.
+    return rf"^(?: *,)* *(?:{one}) *(?:, *(?:(?:{one}) *)?)*$"
+
+
+# What ``types`` (the event list, the stream) takes, for the form and the schema alike.
+TYPES_PATTERN = _types_pattern()

@@ -3,6 +3,10 @@ from rest_framework import serializers
 from .models import PullRequest, Repository, Review
 
 MERGE_METHODS = ("merge", "squash", "fast_forward")
+# What git may be given, as the schema states it: no control characters, not an option
+# ("-..."). Whether it is a form git fetches from, and one this server may reach (its address,
+# local paths), is checked when the repository is added, each with its own message.
+CLONE_URL_PATTERN = r"^[^\x00-\x20-][^\x00-\x1f]*$"
 
 
 class RepositorySerializer(serializers.Serializer):
@@ -33,7 +37,13 @@ class RepositoryInputSerializer(serializers.Serializer):
         max_length=100,
         error_messages={"invalid": "Letters, digits, '.', '_' and '-' only."},
     )
-    clone_url = serializers.CharField(max_length=2000)
+    clone_url = serializers.RegexField(
+        CLONE_URL_PATTERN,
+        max_length=2000,
+        help_text="An https://, ssh:// or git:// URL, `user@host:path`, or (where the server "
+        "allows local repositories) an absolute path or file:// URL.",
+        error_messages={"invalid": "Enter a URL git can fetch."},
+    )
 
 
 class BranchSerializer(serializers.Serializer):

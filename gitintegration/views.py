@@ -123,7 +123,7 @@ class RepositoryViewSet(RepositoryMixin, ProjectAccessViewSet):
         parameters=[
             OpenApiParameter(
                 "branch",
-                OpenApiTypes.STR,
+                {"type": "string", "minLength": 1},
                 description="Only the commits of this branch (as of the last sync), in git's "
                 "order. Without it: every indexed commit, the most recently committed first.",
             )

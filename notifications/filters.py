@@ -1,11 +1,10 @@
 from django import forms
 from django.core.exceptions import ValidationError
 from django_filters import rest_framework as filters
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from collab.api.filters import CachedFormFilterSet, IdFilter
-from events.catalogue import unknown_patterns
+from events.catalogue import EVENT_KINDS, TYPES_PATTERN, unknown_patterns
 from events.models import Event
 
 from .models import Delivery
@@ -13,13 +12,16 @@ from .selectors import types_q
 
 
 class TypesField(forms.CharField):
-    """Comma-separated event kinds; ``issue.*`` selects a family."""
+    """Comma-separated event kinds; ``issue.*`` selects a family. Exactly ``TYPES_PATTERN``."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strip=False, **kwargs)
 
     def clean(self, value):
         value = super().clean(value)
         if value in (None, ""):
             return value
-        patterns = [part.strip() for part in value.split(",") if part.strip()]
+        patterns = [part.strip(" ") for part in value.split(",") if part.strip(" ")]
         unknown = unknown_patterns(patterns)
         if not patterns or unknown:
             raise ValidationError(
@@ -29,7 +31,7 @@ class TypesField(forms.CharField):
         return patterns
 
 
-@extend_schema_field(OpenApiTypes.STR)
+@extend_schema_field({"type": "string", "pattern": TYPES_PATTERN})
 class TypesFilter(filters.Filter):
     field_class = TypesField
 
@@ -50,9 +52,15 @@ class EventFilter(CachedFormFilterSet):
         fields: list[str] = []
 
 
+@extend_schema_field({"type": "string", "enum": list(EVENT_KINDS)})
+class EventKindFilter(filters.ChoiceFilter):
+    def __init__(self, **kwargs):
+        super().__init__(choices=[(kind, kind) for kind in EVENT_KINDS], **kwargs)
+
+
 class DeliveryFilter(CachedFormFilterSet):
     status = filters.ChoiceFilter(choices=Delivery.Status.choices)
-    event_type = filters.CharFilter(field_name="event__type")
+    event_type = EventKindFilter(field_name="event__type")
 
     class Meta:
         model = Delivery

@@ -26,8 +26,17 @@ class WebhookSerializer(serializers.Serializer):
     secret = serializers.CharField(required=False, help_text="Only when generated, at creation.")
 
 
+# An http(s) URL with a host, as the schema states it; its addresses are checked when it is
+# registered (``notifications.services.webhook_url_check``).
+WEBHOOK_URL_PATTERN = r"^https?://[^\s/?#@]+(?:[/?#]\S*)?$"
+
+
 class WebhookInputSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=2000)
+    url = serializers.RegexField(
+        WEBHOOK_URL_PATTERN,
+        max_length=2000,
+        error_messages={"invalid": "Give an http:// or https:// URL with a host."},
+    )
     events = serializers.ListField(
         child=serializers.CharField(max_length=64), min_length=1, max_length=100
     )

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.http import Http404
 
 from collab.api.exceptions import BadRequest
+from collab.api.filters import is_id
 from projects import selectors as project_selectors
 
 from . import selectors, stream
@@ -25,15 +26,17 @@ from .filters import TypesField
 
 
 def parse_last_event_id(request) -> int | None:
-    raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
-    if raw in (None, ""):
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19):
-        raise BadRequest(
-            "Last-Event-ID must be an event id.",
-            details={"last_event_id": [f"Expected a non-negative integer, got '{raw}'."]},
-        )
-    return int(raw)
+    """The header an EventSource sends on reconnection, else the query parameter; each one
+    given must be an event id (or 0)."""
+    given = [request.headers.get("Last-Event-ID"), request.query_params.get("last_event_id")]
+    given = [raw for raw in given if raw is not None]  # empty is no id: refused
+    for raw in given:
+        if raw != "0" and not is_id(raw):
+            raise BadRequest(
+                "Last-Event-ID must be an event id.",
+                details={"last_event_id": [f"Expected an event id or 0, got '{raw}'."]},
+            )
+    return int(given[0]) if given else None
 
 
 def stream_options(request) -> dict:
@@ -43,7 +46,7 @@ def stream_options(request) -> dict:
     only_project = None
     raw_project = params.get("project_id")
     if raw_project is not None:
-        if not (raw_project.isascii() and raw_project.isdigit() and len(raw_project) <= 19):
+        if not is_id(raw_project):
             raise BadRequest(
                 "Invalid query parameters.", details={"project_id": ["Enter a whole number."]}
             )

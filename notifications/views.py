@@ -1,14 +1,15 @@
 from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 
+from collab.api.filters import ID_SCHEMA
 from collab.api.permissions import MANAGE
+from collab.api.routers import MAX_ID
 from collab.api.viewsets import ApiViewSet
-from events.catalogue import EVENT_KINDS
+from events.catalogue import EVENT_KINDS, TYPES_PATTERN
 from events.models import Event
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
@@ -24,6 +25,27 @@ from .serializers import (
     WebhookSerializer,
     WebhookUpdateSerializer,
 )
+
+EVENT_CURSOR_SCHEMA = {"type": "integer", "minimum": 0, "maximum": MAX_ID}
+# One event of the stream as an SSE client reads it (OpenAPI 3.0: the media type's schema
+# describes each event of a stream).
+STREAM_EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[1-9][0-9]*$", "description": "The event's id."},
+        "event": {
+            "type": "string",
+            "enum": [*EVENT_KINDS, "resync_required"],
+            "description": "The event's kind; `resync_required` when the events after "
+            "`Last-Event-ID` were purged: read the state again, then follow on.",
+        },
+        "data": {
+            "type": "string",
+            "description": "The event as JSON, as `GET /v1/events` lists it.",
+        },
+    },
+}
 
 
 class AnyAccept(BaseContentNegotiation):
@@ -168,19 +190,33 @@ class EventViewSet(ApiViewSet):
     @extend_schema(
         summary="Server-Sent Events: the log, replayed after Last-Event-ID, then live",
         parameters=[
-            OpenApiParameter("project_id", OpenApiTypes.INT),
+            OpenApiParameter("project_id", ID_SCHEMA, description="Only this project's events."),
             OpenApiParameter(
-                "types", OpenApiTypes.STR, description="e.g. `issue.*,pull_request.merged`"
+                "types",
+                {"type": "string", "pattern": TYPES_PATTERN},
+                description="Kinds, comma-separated; `issue.*` selects a family, e.g. "
+                "`issue.*,pull_request.merged`.",
             ),
-            OpenApiParameter("last_event_id", OpenApiTypes.INT),
-            OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, location=OpenApiParameter.HEADER),
+            OpenApiParameter(
+                "last_event_id",
+                EVENT_CURSOR_SCHEMA,
+                description="Replay the events after this id first (as `Last-Event-ID`).",
+            ),
+            OpenApiParameter(
+                "Last-Event-ID",
+                EVENT_CURSOR_SCHEMA,
+                location=OpenApiParameter.HEADER,
+                description="Sent by an EventSource on reconnection: the last id it received.",
+            ),
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR,
-                description="`id: <event id>`, `event: <type>`, `data: <payload>` frames; "
-                "a `: heartbeat` comment every 15 s.",
-            )
+                STREAM_EVENT_SCHEMA,
+                description="Frames `id: <event id>`, `event: <type>`, `data: <the event as "
+                "JSON>`, live from the `: connected` comment on; a `: heartbeat` comment every "
+                "15 s. The schema describes one event, as an SSE client reads it.",
+            ),
+            404: OpenApiResponse(description="`project_id` names a project the caller cannot see."),
         },
         filters=False,
     )

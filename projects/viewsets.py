@@ -9,6 +9,7 @@ whatever the route.
 from typing import cast
 
 from django.http import Http404
+from rest_framework.permissions import SAFE_METHODS
 
 from accounts.models import User
 from accounts.roles import require_ability
@@ -31,7 +32,9 @@ class ProjectAccessViewSet(ApiViewSet):
 
     def check_project_ability(self, project: Project, ability: str) -> None:
         require_ability(self.request.user, project.workspace_id, ability)
-        if ability != READ and project.is_archived:
+        # An archived project is read-only: reading what needs more than READ (its webhooks,
+        # say) still answers, only writes are refused.
+        if ability != READ and project.is_archived and self.request.method not in SAFE_METHODS:
             raise Conflict(
                 "This project is archived and read-only.",
                 details={"project_status": project.status},

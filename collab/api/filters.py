@@ -34,7 +34,10 @@ class IdField(forms.IntegerField):
         return super().to_python(value)
 
 
-@extend_schema_field(OpenApiTypes.INT)
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+
+
+@extend_schema_field(ID_SCHEMA)
 class IdFilter(filters.NumberFilter):
     field_class = IdField
 
@@ -109,8 +112,10 @@ def _narrowed(cls: Any, names: frozenset[str]) -> Any:
 class FilterBackend(filters.DjangoFilterBackend):
     """django-filter, with invalid filter values answered 400 and the parameter named.
 
-    An empty value is invalid too, except for free text: ``?status=`` is no status, and
-    django-filter would quietly read it as "no filter".
+    An empty value is invalid too, except for free text (a ``CharFilter``: ``q``, ``labels``),
+    where it means no filter: ``?status=`` is no status, and django-filter would quietly read
+    it as "no filter". The schema says the same: every filter but free text has a
+    ``minLength``, a pattern or an enum that leaves the empty value out.
     """
 
     def get_filterset(self, request, queryset, view):

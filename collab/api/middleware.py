@@ -5,10 +5,14 @@ import io
 import logging
 import threading
 import uuid
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpResponse
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.settings import api_settings
 
 from .exceptions import error_body
 from .renderers import dumps
@@ -28,6 +32,29 @@ def json_error(status: int, code: str, message: str, details: dict | None = None
     for name, value in headers.items():
         response[name.replace("_", "-")] = value
     return response
+
+
+def credential_user(request):
+    """The user the request's valid credentials name, or None (none sent, or not valid).
+
+    DRF's configured authenticators (REST_FRAMEWORK's DEFAULT_AUTHENTICATION_CLASSES) run
+    here, before any view: the rate limiter counts by the account, and checks of a request's
+    form give way to the 401 a request without valid credentials gets first. The one in use
+    keeps its outcome on the request, so the view does not authenticate again.
+    """
+    if not request.META.get("HTTP_AUTHORIZATION"):
+        return None
+    authenticators = cast(
+        list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES
+    )
+    for authenticator in authenticators:
+        try:
+            authenticated = authenticator().authenticate(request)
+        except exceptions.AuthenticationFailed:
+            return None
+        if authenticated is not None:
+            return authenticated[0]
+    return None
 
 
 class RequestIdLogFilter(logging.Filter):

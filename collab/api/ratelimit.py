@@ -29,15 +29,11 @@ import ipaddress
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import cast
 
 from django.conf import settings
-from rest_framework import exceptions
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.settings import api_settings
 
 from . import counters
-from .middleware import API_PREFIX, json_error
+from .middleware import API_PREFIX, credential_user, json_error
 
 logger = logging.getLogger("collab.ratelimit")
 
@@ -133,19 +129,9 @@ def request_identity(request) -> Identity:
     push = PUSH_PATH.match(request.path)
     if push is not None:
         return Identity(counter=f"push:{push.group(1)}", limit=settings.RATE_LIMIT_PUSH)
-    if request.META.get("HTTP_AUTHORIZATION"):
-        # DRF's configured authenticators (REST_FRAMEWORK's DEFAULT_AUTHENTICATION_CLASSES):
-        # the one in use keeps its result on the request, so the view does not redo it.
-        authenticators = cast(
-            list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES
-        )
-        for authenticator in authenticators:
-            try:
-                authenticated = authenticator().authenticate(request)
-            except exceptions.AuthenticationFailed:
-                break
-            if authenticated is not None:
-                return account_identity(authenticated[0])
+    user = credential_user(request)
+    if user is not None:
+        return account_identity(user)
     return address_identity(request)
 
 

@@ -8,13 +8,13 @@ description=...)})``; the error body is filled in here.
 """
 
 from django.conf import settings
+from django_filters.rest_framework import CharFilter
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_parameter_type, force_instance, get_doc
 from drf_spectacular.utils import OpenApiParameter
 
-from .conditional import TAGS_PATTERN
 from .routers import ID_PATTERN, MAX_ID
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -34,8 +34,9 @@ ERROR_DESCRIPTIONS = {
     "415": "The body is not application/json.",
     "422": "Fields failed validation; details maps each field to its messages.",
     "429": "Over the request limit: the account's hourly limit (by tier), or for requests "
-    "without valid credentials the client address's. Not counted; `Retry-After` says when to "
-    "come back.",
+    "without valid credentials the client address's, which is weighed before credentials are "
+    "required (past it, such a request answers 429, not 401). Not counted; `Retry-After` says "
+    "when to come back.",
 }
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 WRITE_METHODS = BODY_METHODS | {"DELETE"}
@@ -60,9 +61,10 @@ ERROR_HEADERS = {
         )
     },
 }
-# On every response under /v1/ (CONTRACT section 7; collab/api/ratelimit.py), counted against
-# the account of valid credentials, or else against the client address.
-# Defined once under components/headers and referred to from each response.
+# On every response under /v1/ while the limiter is on (CONTRACT section 7;
+# collab/api/ratelimit.py), counted against the account of valid credentials, or else against
+# the client address. Defined once under components/headers and referred to from each
+# response; required exactly when this server sends them (RATE_LIMIT_ENABLED, the default).
 _COUNT = {"type": "integer", "minimum": 0}
 HEADER_COMPONENTS = {
     "X-RateLimit-Limit": _header("Requests allowed in the window.", _COUNT),
@@ -80,13 +82,16 @@ PAGE_HEADERS = {
 }
 IDEMPOTENCY_KEY = OpenApiParameter(
     name="Idempotency-Key",
-    type={"type": "string", "minLength": 1, "maxLength": 255},
+    # As collab/api/idempotency.py reads it: 1 to 255 printable ASCII characters.
+    type={"type": "string", "pattern": "^[!-~]{1,255}$"},
     location=OpenApiParameter.HEADER,
     required=False,
     description=(
-        "Makes a retry safe: a repeat with the same key and body within 24 hours replays the "
-        "first answer (with `Idempotent-Replayed: true`) and creates nothing; the same key "
-        "with another body answers 422; while the first is still running, 409."
+        "Unique per request: a new key (a random UUID, say) for each distinct request, the "
+        "same key only to retry that request. A repeat with the same key and body within 24 "
+        "hours replays the first answer (with `Idempotent-Replayed: true`) and creates "
+        "nothing; the same key with another body or path answers 422; while the first is "
+        "still running, 409."
     ),
 )
 ETAG_HEADERS = {
@@ -103,20 +108,20 @@ NOT_MODIFIED = {
 }
 IF_NONE_MATCH = OpenApiParameter(
     name="If-None-Match",
-    type={"type": "string", "pattern": TAGS_PATTERN},
+    type={"type": "string"},
     location=OpenApiParameter.HEADER,
     required=False,
-    description="ETags from earlier answers (or `*`): a current one answers 304 without a body, "
-    "free of the rate limit.",
+    description="ETags from earlier answers, comma-separated (or `*`): a current one answers "
+    "304 without a body, free of the rate limit. A value naming no tag matches nothing.",
 )
 IF_MATCH = OpenApiParameter(
     name="If-Match",
-    type={"type": "string", "pattern": TAGS_PATTERN},
+    type={"type": "string"},
     location=OpenApiParameter.HEADER,
     required=False,
     description="The ETag of the resource as last read (or `*`: it must exist). A tag that is "
-    "no longer current answers 412 and changes nothing, so two editors cannot silently "
-    "overwrite each other.",
+    "no longer current (or a value naming no tag) answers 412 and changes nothing, so two "
+    "editors cannot silently overwrite each other.",
 )
 
 COMPONENTS = {
@@ -254,10 +259,23 @@ class FilterSetExtension(DjangoFilterExtension):
         model = filterset_class._meta.model
         result = []
         for field_name, filter_field in filterset_class.base_filters.items():
-            result += self.resolve_filter_field(
+            parameters = self.resolve_filter_field(
                 auto_schema, model, filterset_class, field_name, filter_field
             )
+            if not isinstance(filter_field, CharFilter):
+                for parameter in parameters:
+                    _refuse_empty(parameter["schema"])
+            result += parameters
         return result
+
+
+def _refuse_empty(schema: dict) -> None:
+    """Say what the filter backend does: an empty value is refused (400) for every filter but
+    free text (``collab.api.filters.FilterBackend``)."""
+    if schema.get("type") == "array":
+        schema["minItems"] = 1
+    elif schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
+        schema["minLength"] = 1
 
 
 class EnvelopeAutoSchema(AutoSchema):
@@ -404,5 +422,9 @@ def postprocess_envelope(result, generator, request, public):
     for name, schema in COMPONENTS.items():
         schemas.setdefault(name, schema)
     result["components"]["schemas"] = dict(sorted(schemas.items()))
-    result["components"].setdefault("headers", {}).update(HEADER_COMPONENTS)
+    headers = result["components"].setdefault("headers", {})
+    for name, header in HEADER_COMPONENTS.items():
+        headers[name] = {**header, "required": settings.RATE_LIMIT_ENABLED}
+        if not settings.RATE_LIMIT_ENABLED:
+            headers[name]["description"] += " Not sent: this server runs without the limiter."
     return result

@@ -192,19 +192,29 @@ def test_a_path_without_a_representation_holds_only_star(api, world):
     assert not world.project.members.filter(user=world.viewer).exists()
 
 
-@pytest.mark.parametrize("value", ["", "abc", '"unterminated', "W/abc", '"a" "b"'])
-def test_headers_that_hold_no_tags_are_400(api, world, value):
+@pytest.mark.parametrize("value", ["", "abc", '"unterminated', "W/abc", '"a" "b"', "0"])
+def test_headers_that_hold_no_tags_match_nothing(api, world, value):
+    """RFC 9110, 13.1.1-2: a value naming no entity tag matches no representation, so an
+    If-None-Match holds (a full answer) and an If-Match fails (412, nothing written)."""
     issue = make_issue(world.project, world.owner)
     path = f"/v1/issues/{issue.pk}"
-    error = assert_error(api.owner.get(path, HTTP_IF_NONE_MATCH=value), 400, "BAD_REQUEST")
-    assert "if_none_match" in error["details"]
+    answer = api.owner.get(path, HTTP_IF_NONE_MATCH=value)
+    assert answer.status_code == 200 and answer.json()["data"]["id"] == issue.pk
+    current = answer["ETag"]
     error = assert_error(
         api.owner.patch(path, {"title": "x"}, format="json", HTTP_IF_MATCH=value),
-        400,
-        "BAD_REQUEST",
+        412,
+        "PRECONDITION_FAILED",
     )
-    assert "if_match" in error["details"]
+    assert error["details"] == {"etag": current}
     assert Issue.objects.get(pk=issue.pk).title != "x"
+    # Without valid credentials the 401 comes first, whatever the header holds.
+    assert_error(APIClient().get(path, HTTP_IF_NONE_MATCH=value), 401, "UNAUTHORIZED")
+    assert_error(
+        APIClient().patch(path, {"title": "x"}, format="json", HTTP_IF_MATCH=value),
+        401,
+        "UNAUTHORIZED",
+    )
     # Each header only where it is meant: If-Match on a GET, If-None-Match on a PATCH, ignored.
     assert api.owner.get(path, HTTP_IF_MATCH=value).status_code == 200
     patched = api.owner.patch(path, {"title": "y"}, format="json", HTTP_IF_NONE_MATCH=value)
