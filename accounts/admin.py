@@ -77,7 +77,7 @@ class UserAdmin(BaseUserAdmin):
     add_form_template = None
     fieldsets = (
         (None, {"fields": ("email", "password")}),
-        ("Profile", {"fields": ("name", "tier", "status")}),
+        ("Profile", {"fields": ("handle", "name", "tier", "status")}),
         (
             "Admin access",
             {"fields": ("is_staff", "is_superuser", "groups", "user_permissions")},
@@ -88,9 +88,9 @@ class UserAdmin(BaseUserAdmin):
         (None, {"classes": ("wide",), "fields": ("email", "name", "password1", "password2")}),
     )
     readonly_fields = ("created_at", "last_login")
-    list_display = ("email", "name", "tier", "status", "is_staff", "created_at")
+    list_display = ("email", "handle", "name", "tier", "status", "is_staff", "created_at")
     list_filter = ("tier", "status", "is_staff", "is_superuser")
-    search_fields = ("email", "name")
+    search_fields = ("email", "handle", "name")
     ordering = ("email",)
     inlines = [MembershipOfUserInline]
 

@@ -8,14 +8,18 @@ from .models import Invitation, Membership, Role, User
 class UserFilter(filters.FilterSet):
     role = filters.ChoiceFilter(choices=Role.choices)
     status = filters.ChoiceFilter(field_name="user__status", choices=User.Status.choices)
-    q = filters.CharFilter(method="filter_text", help_text="Text in the name or email.")
+    q = filters.CharFilter(method="filter_text", help_text="Text in the name, email or handle.")
 
     class Meta:
         model = Membership
         fields = ["role", "status"]
 
     def filter_text(self, queryset, name, value):
-        return queryset.filter(Q(user__email__icontains=value) | Q(user__name__icontains=value))
+        return queryset.filter(
+            Q(user__email__icontains=value)
+            | Q(user__name__icontains=value)
+            | Q(user__handle__icontains=value)
+        )
 
 
 class InvitationFilter(filters.FilterSet):

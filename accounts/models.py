@@ -3,9 +3,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
-from django.db import models
+from django.core.validators import RegexValidator
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
+
+from .handles import HANDLE_MAX_LENGTH, HANDLE_PATTERN, HANDLE_RULE, handle_candidates
 
 
 class UserManager(BaseUserManager["User"]):
@@ -39,6 +42,13 @@ class User(AbstractBaseUser, PermissionsMixin):
         SUSPENDED = "suspended"
 
     email = models.EmailField(unique=True)
+    # Unique and lowercase (accounts.handles); left empty, save() derives one from the email.
+    handle = models.CharField(
+        max_length=HANDLE_MAX_LENGTH,
+        unique=True,
+        blank=True,
+        validators=[RegexValidator(HANDLE_PATTERN, HANDLE_RULE)],
+    )
     name = models.CharField(max_length=150, blank=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.STANDARD)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
@@ -64,6 +74,31 @@ class User(AbstractBaseUser, PermissionsMixin):
     def clean(self):
         super().clean()
         self.email = self.__class__.objects.normalize_email(self.email).lower()
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Every way a user comes to be (the manager, the admin's form, a factory) must leave
+        # them a handle, as a slug is filled in from a title: derived here, the first free
+        # candidate, and the next one when a concurrent save took it first.
+        if self.handle:
+            return super().save(*args, **kwargs)
+        taken_before = set()
+        for candidate in handle_candidates(self.email):
+            if candidate in taken_before:
+                continue
+            others = User.objects.filter(handle=candidate).exclude(pk=self.pk)
+            if others.exists():
+                taken_before.add(candidate)
+                continue
+            self.handle = candidate
+            try:
+                with transaction.atomic():
+                    return super().save(*args, **kwargs)
+            except IntegrityError:
+                if not User.objects.filter(handle=candidate).exclude(pk=self.pk).exists():
+                    self.handle = ""
+                    raise
+                taken_before.add(candidate)
+        raise AssertionError("unreachable: the candidates never run out")
 
 
 class Role(models.TextChoices):

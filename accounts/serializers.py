@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from collab.api.scopes import ALL_SCOPES
 
+from .handles import HANDLE_MAX_LENGTH, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 
 
@@ -11,6 +12,7 @@ class UserSerializer(serializers.Serializer):
 
     id = serializers.IntegerField(source="user.id")
     email = serializers.EmailField(source="user.email")
+    handle = serializers.CharField(source="user.handle")
     name = serializers.CharField(source="user.name")
     role = serializers.ChoiceField(choices=Role.choices)
     status = serializers.ChoiceField(source="user.status", choices=User.Status.choices)
@@ -21,8 +23,17 @@ class UserSerializer(serializers.Serializer):
 class MeSerializer(serializers.ModelSerializer):
     class Meta:
         model = User
-        fields = ["id", "email", "name", "status", "tier", "created_at"]
+        fields = ["id", "email", "handle", "name", "status", "tier", "created_at"]
         read_only_fields = fields
+
+
+class MeUpdateSerializer(serializers.Serializer):
+    """What a user changes of themselves: how they are shown and mentioned."""
+
+    name = serializers.CharField(max_length=150, allow_blank=True)
+    handle = serializers.CharField(
+        max_length=HANDLE_MAX_LENGTH, help_text=f"{HANDLE_RULE} Matched case-insensitively."
+    )
 
 
 class WorkspaceSerializer(serializers.ModelSerializer):

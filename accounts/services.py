@@ -27,9 +27,11 @@ from collab.api.exceptions import (
     ValidationFailed,
 )
 from collab.api.scopes import invalid_scopes
+from collab.unset import UNSET, Maybe, Unset
 from events.services import event_record
 
 from . import keys, login_protection, signals, token_denylist
+from .handles import HANDLE_RE, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 from .records import invitation_record
 
@@ -109,6 +111,27 @@ def user_create(
         else:
             membership_add(workspace=workspace, user=user, role=role or Role.DEVELOPER, actor=None)
     return user, workspace
+
+
+def user_update(*, user: User, name: Maybe[str] = UNSET, handle: Maybe[str] = UNSET) -> User:
+    """Change how a user is shown (``name``) and mentioned (``handle``, lowercased; a taken or
+    malformed one is a 422)."""
+    if not isinstance(handle, Unset):
+        handle = handle.strip().lower()
+        if not HANDLE_RE.match(handle):
+            raise ValidationFailed.field("handle", HANDLE_RULE)
+        if User.objects.filter(handle=handle).exclude(pk=user.pk).exists():
+            raise ValidationFailed.field("handle", "This handle is taken.")
+        user.handle = handle
+    if not isinstance(name, Unset):
+        user.name = name
+    try:
+        with transaction.atomic():
+            user.save(update_fields=["name", "handle"])
+    except IntegrityError:
+        # Taken between the check and the write.
+        raise ValidationFailed.field("handle", "This handle is taken.") from None
+    return user
 
 
 def user_set_tier(*, user: User, tier: str) -> User:

@@ -25,6 +25,7 @@ from .serializers import (
     InvitationAcceptSerializer,
     LoginSerializer,
     MeSerializer,
+    MeUpdateSerializer,
     RateLimitSerializer,
     RefreshSerializer,
     TokenPairSerializer,
@@ -205,6 +206,14 @@ class UserViewSet(ApiViewSet):
     @action(detail=False, methods=["get"], url_path="me")
     def me(self, request):
         return self.ok(MeSerializer(request.user).data)
+
+    @extend_schema(request=MeUpdateSerializer, responses={200: MeSerializer})
+    @me.mapping.patch
+    def me_update(self, request):
+        """Change your own name or handle (the `@handle` others mention you by)."""
+        data = self.validated(MeUpdateSerializer, partial=True)
+        user = services.user_update(user=signed_in(request), **data)
+        return self.ok(MeSerializer(user).data)
 
 
 class InvitationAcceptViewSet(ApiViewSet):

@@ -68,6 +68,7 @@ class ProjectDashboardAdmin(admin.ModelAdmin):
                 labels,
                 {"commits": column("commits"), "merged": column("pull_requests_merged")},
             ),
+            bar_chart("Comments per day", labels, {"comments": column("comments")}),
         ]
         context = {
             **self.admin_site.each_context(request),

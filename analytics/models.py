@@ -27,6 +27,7 @@ class ProjectDay(models.Model):
     pull_requests_merged = models.PositiveIntegerField(default=0)
     # Sum over the day's merges of (merge time - the pull request's opening), in seconds.
     review_seconds = models.BigIntegerField(default=0)
+    comments = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["project", "day"]

@@ -213,7 +213,12 @@ def metrics(*, projects: list[Project], period: Period) -> dict[str, Any]:
 
 
 def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
-    """Daily series over the whole UTC days the period touches, and the breakdowns."""
+    """Daily series over the whole UTC days the period touches, and the breakdowns.
+
+    ``comments`` of a day are the comments written that day on the projects' issues and pull
+    requests that still exist: like deleted issues, a deleted comment leaves at once the days
+    counted live, and the stored days at the next full rollup (nightly).
+    """
     ids = [project.pk for project in projects]
     end = period.end
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
@@ -237,6 +242,7 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
                 "commits": stats.commits,
                 "pull_requests_opened": stats.pull_requests_opened,
                 "pull_requests_merged": stats.pull_requests_merged,
+                "comments": stats.comments,
             }
         )
         open_at_end = max(

@@ -70,6 +70,10 @@ class DayPointSerializer(serializers.Serializer):
     commits = serializers.IntegerField()
     pull_requests_opened = serializers.IntegerField()
     pull_requests_merged = serializers.IntegerField()
+    comments = serializers.IntegerField(
+        help_text="Comments written that day on issues and pull requests, less those deleted "
+        "since (days already rolled up see a deletion at the next full rollup, nightly)."
+    )
 
 
 class BreakdownEntrySerializer(serializers.Serializer):

@@ -92,6 +92,7 @@ def _days_store(*, project_id: int, first: date, last: date, collected: Collecte
 
 
 def _first_activity_day(project_id: int) -> date | None:
+    # Comments are left out: none is older than the issue or pull request it is written on.
     candidates = [
         Issue.objects.filter(project_id=project_id).aggregate(at=Min("created_at"))["at"],
         Commit.objects.filter(repository__project_id=project_id).aggregate(at=Min("committed_at"))[

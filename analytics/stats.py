@@ -1,5 +1,5 @@
 """The figures behind every metric, counted from the sources (issues, their history, commits,
-pull requests) for a span of time, bucketed by project and UTC day.
+pull requests, comments) for a span of time, bucketed by project and UTC day.
 
 The same function fills the stored rollups and answers the live part of a request (today,
 or the days the rollup job has not reached), so stored and live figures cannot disagree.
@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 
+from comments.models import Comment
 from gitintegration.models import Commit, PullRequest
 from issues.models import Issue, IssueHistory, Status
 
@@ -31,6 +32,7 @@ class Stats:
     pull_requests_opened: int = 0
     pull_requests_merged: int = 0
     review_seconds: int = 0
+    comments: int = 0
 
     def add(self, other: "Stats") -> "Stats":
         for name in STAT_FIELDS:
@@ -94,7 +96,9 @@ def stats_collect(
       ``reopens`` the closings they undid, by the hour of the closing;
     - commits: distinct commit shas of the project's repositories, by commit time;
     - pull_requests_opened, pull_requests_merged / review_seconds: pull requests opened,
-      merged, and the sum of (merge time - opening) over the merged ones.
+      merged, and the sum of (merge time - opening) over the merged ones;
+    - comments: comments written on the project's issues and pull requests, by the time they
+      were written (comments deleted since are gone from the sources, as deleted issues are).
     """
     ids = list(project_ids)
     collected = Collected()
@@ -192,4 +196,8 @@ def stats_collect(
         bucket = buckets[project_id, day]
         bucket.pull_requests_merged += count
         bucket.review_seconds += _seconds(total)
+
+    comments = _span(Comment.objects.filter(project_id__in=ids), "created_at", start, end)
+    for project_id, day, count in _by_day(comments, "project_id", "created_at", n=Count("id")):
+        buckets[project_id, day].comments += count
     return collected

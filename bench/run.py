@@ -91,6 +91,8 @@ from bench.harness import (  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
 BULK_ITEMS = 100
+# The comment threads measured side by side: a page of a long one costs what a short one does.
+THREAD_LENGTHS = (10, 10_000)
 HEALTHY_RECEIVERS = 10
 WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
@@ -238,7 +240,53 @@ def writes_project() -> dict:
     for label in ("bench", "write"):  # the labels the creates name, as the baselines find them
         issue_create(project=project, actor=owner, title=f"Label {label}", labels=[label])
     spread = [named(f"Bench writes {n}").pk for n in range(1, 9)]
-    return {"id": project.pk, "issue_ids": issue_ids, "spread_ids": spread}
+    return {
+        "id": project.pk,
+        "issue_ids": issue_ids,
+        "spread_ids": spread,
+        "threads": threads_seed(project, owner),
+    }
+
+
+def threads_seed(project, owner) -> dict[int, int]:
+    """Issues of the writes project carrying threads of 10 and of 10,000 comments (bulk
+    inserted, the count kept as the services keep it): ``{length: issue id}``."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from comments.markdown import render
+    from comments.models import Comment
+    from issues.models import Issue
+    from issues.services import issue_create
+
+    threads = {}
+    for length in THREAD_LENGTHS:
+        title = f"Bench thread {length}"
+        issue = Issue.objects.filter(project=project, title=title).first()
+        issue = issue or issue_create(project=project, actor=owner, title=title)
+        have = Comment.objects.filter(issue=issue).count()
+        start = timezone.now() - timedelta(days=30)
+        body = "A comment with **Markdown** and `code`, as threads hold them."
+        html = render(body)
+        Comment.objects.bulk_create(
+            (
+                Comment(
+                    project=project,
+                    issue=issue,
+                    author=owner,
+                    body=body,
+                    body_html=html,
+                    created_at=start + timedelta(seconds=n),
+                    updated_at=start + timedelta(seconds=n),
+                )
+                for n in range(have, length)
+            ),
+            batch_size=2000,
+        )
+        Issue.objects.filter(pk=issue.pk).update(comment_count=length)
+        threads[length] = issue.pk
+    return threads
 
 
 # What is measured ----------------------------------------------------------------------------
@@ -320,6 +368,9 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
             items=BULK_ITEMS,
         )
     )
+    for length, issue_id in writes["threads"].items():
+        thread = f"/v1/issues/{issue_id}/comments?per_page=50"
+        cases.append(case(f"thread {length} p1", [thread]))
     small = projects["small"]["id"]
     cases.append(case("users/me", ["/v1/users/me"]))
     cases.append(case("users/me limiter on", ["/v1/users/me"], server="limited"))
@@ -783,6 +834,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "metrics1M/metrics10k": cost("metrics large", "metrics small"),
         "dashboard1M/dashboard10k": cost("dashboard large", "dashboard small"),
         "list1M_p20/list10k_p20": cost("list large p20", "list small p20"),
+        "thread10k/thread10": cost(
+            f"thread {THREAD_LENGTHS[-1]} p1", f"thread {THREAD_LENGTHS[0]} p1"
+        ),
         "create/bare": round(by_name["issue create"]["load"]["requests_per_second"] / baseline, 2),
         "create/bare_create": ratio("issue create", "bare create"),
         "patch/bare_patch": ratio("issue patch", "bare patch"),

@@ -67,6 +67,15 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
         'PATCH /v1/pulls/:id with {"state": "closed"}',
         '{"pull_request", "changes"}',
     ),
+    "comment.created": (
+        "POST /v1/issues/:id/comments, POST /v1/pulls/:id/comments",
+        '{"comment", "issue" or "pull_request"}',
+    ),
+    "comment.updated": (
+        "PATCH /v1/comments/:id (a new body)",
+        '{"comment", "issue" or "pull_request", "changes"}',
+    ),
+    "comment.deleted": ("DELETE /v1/comments/:id", '{"comment", "issue" or "pull_request"}'),
     "webhook.created": ("POST /v1/projects/:id/webhooks", '{"webhook"}'),
     "webhook.updated": ("PATCH /v1/webhooks/:id", '{"webhook", "changes"}'),
     "webhook.deleted": ("DELETE /v1/webhooks/:id", '{"webhook"}'),

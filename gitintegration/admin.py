@@ -166,7 +166,7 @@ class PullRequestAdmin(admin.ModelAdmin):
     list_filter = ("state",)
     search_fields = ("title", "head", "base", "repository__name")
     list_select_related = ("repository", "author")
-    inlines = (ReviewInline,)
+    inlines = [ReviewInline]
     readonly_fields = (
         "repository",
         "number",
@@ -182,6 +182,7 @@ class PullRequestAdmin(admin.ModelAdmin):
         "updated_at",
         "merged_at",
         "closed_at",
+        "comment_count",
     )
     fields = ("title", "description", "state", *readonly_fields)
 

@@ -132,6 +132,8 @@ class PullRequest(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     merged_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # Kept by the comments' services in their transactions; never counted per request.
+    comment_count = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -68,6 +68,7 @@ class PullRequestRecord(TypedDict):
     updated_at: str
     merged_at: str | None
     closed_at: str | None
+    comment_count: int
 
 
 class ReviewRecord(TypedDict):
@@ -132,6 +133,7 @@ def pull_request_record(pull: PullRequest) -> PullRequestRecord:
         "updated_at": iso_z(pull.updated_at),
         "merged_at": iso_z(pull.merged_at),
         "closed_at": iso_z(pull.closed_at),
+        "comment_count": pull.comment_count,
     }
 
 

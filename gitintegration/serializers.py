@@ -81,6 +81,7 @@ class PullRequestSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     merged_at = serializers.DateTimeField(allow_null=True)
     closed_at = serializers.DateTimeField(allow_null=True)
+    comment_count = serializers.IntegerField(min_value=0)
 
 
 class PullRequestInputSerializer(serializers.Serializer):

@@ -167,12 +167,21 @@ class IssueAdmin(admin.ModelAdmin):
             "created_at",
             "updated_at",
             "closed_at",
+            "comment_count",
         )
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return ()
-        return ("project", "number", "reporter", "created_at", "updated_at", "closed_at")
+        return (
+            "project",
+            "number",
+            "reporter",
+            "created_at",
+            "updated_at",
+            "closed_at",
+            "comment_count",
+        )
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else []

@@ -78,6 +78,8 @@ class Issue(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # Kept by the comments' services in their transactions; never counted per request.
+    comment_count = models.PositiveIntegerField(default=0, db_default=0)
 
     # Set by issue_create on the issue it made: its record as written (an IssueRecord of
     # issues.records, which imports this module), answered as is.

@@ -30,6 +30,7 @@ ISSUE_FIELDS = (
     "created_at",
     "updated_at",
     "closed_at",
+    "comment_count",
 )
 
 
@@ -48,6 +49,7 @@ class IssueRecord(TypedDict):
     created_at: str
     updated_at: str
     closed_at: str | None
+    comment_count: int
 
 
 class LabelRecord(TypedDict):

@@ -27,6 +27,7 @@ class IssueSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     closed_at = serializers.DateTimeField(allow_null=True)
+    comment_count = serializers.IntegerField(min_value=0)
 
 
 class IssueInputSerializer(serializers.Serializer):

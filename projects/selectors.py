@@ -70,6 +70,19 @@ def visible_project_ids(*, user_ids: Collection[int]) -> dict[int, set[int]]:
     return visible
 
 
+def project_audience_q(project: Project) -> Q:
+    """The users who may see ``project``: ``project_visibility_q`` turned around, over users, so
+    a batch of people is checked against one project in one query."""
+    if project.visibility == Project.Visibility.PUBLIC:
+        return Q()
+    roles: list[str] = list(ADMIN_ROLES)
+    if project.visibility == Project.Visibility.INTERNAL:
+        roles = list(Role.values)
+    in_workspace = Membership.objects.filter(workspace_id=project.workspace_id, role__in=roles)
+    on_team = ProjectMember.objects.filter(project=project)
+    return Q(pk__in=in_workspace.values("user_id")) | Q(pk__in=on_team.values("user_id"))
+
+
 def project_visible(*, user: User, project: Project) -> bool:
     """``project_visibility_q`` for one project already loaded: the same rule, decided on the
     row and the user's role instead of compiled into SQL. A project from ``project_get``

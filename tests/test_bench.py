@@ -45,6 +45,8 @@ MEASUREMENTS = {
     "create 8 clients 1 project",
     "create 8 clients 8 projects",
     "bulk create x100",
+    "thread 10 p1",
+    "thread 10000 p1",
     "users/me",
     "users/me limiter on",
     "list 200 p1 limiter on",
@@ -114,6 +116,7 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "create/bare",
         "create/bare_create",
         "patch/bare_patch",
+        "thread10k/thread10",
     }
     # The ratios on the last line are the JSON's.
     shown = [float(value) for value in LAST_LINE.match(last).groups()]

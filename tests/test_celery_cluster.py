@@ -35,6 +35,7 @@ EXPECTED_QUEUES = {
     "analytics.tasks.analytics_rollup_all": "analytics",
     "analytics.tasks.analytics_rollup_project": "analytics",
     "accounts.tasks.invitation_send_email": "email",
+    "comments.tasks.mentions_notify": "email",
     "notifications.tasks.webhook_disabled_notify": "email",
     "events.tasks.events_purge": "default",
     "ratelimits.tasks.rate_limit_counters_purge": "default",

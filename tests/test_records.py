@@ -18,6 +18,10 @@ from django.conf import settings
 from django.db import transaction
 from rest_framework import serializers
 
+from comments import records as comment_records
+from comments import serializers as comment_serializers
+from comments.models import Comment
+from comments.services import comment_create, comment_update
 from events.services import event_record
 from gitintegration import records as git_records
 from gitintegration import serializers as git_serializers
@@ -48,6 +52,8 @@ PAIRS = {
     git_records.PullRequestRecord: (git_serializers.PullRequestSerializer, {}),
     git_records.ReviewRecord: (git_serializers.ReviewSerializer, {}),
     issue_records.IssueRecord: (issue_serializers.IssueSerializer, {}),
+    comment_records.CommentRecord: (comment_serializers.CommentSerializer, {}),
+    comment_records.CommentRevisionRecord: (comment_serializers.CommentRevisionSerializer, {}),
     issue_records.LabelRecord: (issue_serializers.LabelSerializer, {}),
     notification_records.WebhookRecord: (
         notification_serializers.WebhookSerializer,
@@ -139,6 +145,9 @@ def bare(world):
     CommitFactory(repository=repository, author_name="", author_email="", message="")
     pull = PullRequestFactory(repository=repository)
     ReviewFactory(pull_request=pull)
+    comment = comment_create(parent=issue, actor=world.owner, body="First")
+    comment_create(parent=pull, actor=world.owner, body="On the pull request")
+    comment_update(comment=Comment.objects.get(pk=comment["id"]), actor=world.owner, body="Edited")
     webhook = WebhookFactory(project=project)
     with transaction.atomic():
         event = event_record(type="project.updated", workspace_id=project.workspace_id, data={})
@@ -146,6 +155,7 @@ def bare(world):
     DeliveryAttempt.objects.create(delivery=delivery, number=1, status_code=200)
     return types.SimpleNamespace(
         issue=issue,
+        comment_id=comment["id"],
         unsynced=unsynced,
         repository=repository,
         pull=pull,
@@ -177,6 +187,10 @@ def test_no_record_shows_an_absent_value_as_an_empty_string(world, bare):
         f"/v1/repositories/{bare.repository.pk}/pulls",
         f"/v1/pulls/{bare.pull.pk}",
         f"/v1/pulls/{bare.pull.pk}/reviews",
+        f"/v1/issues/{bare.issue.pk}/comments",
+        f"/v1/pulls/{bare.pull.pk}/comments",
+        f"/v1/comments/{bare.comment_id}",
+        f"/v1/comments/{bare.comment_id}/history",
         f"/v1/projects/{project.pk}/webhooks",
         f"/v1/webhooks/{bare.webhook.pk}/deliveries",
         f"/v1/webhooks/{bare.webhook.pk}/deliveries/{bare.delivery.pk}",

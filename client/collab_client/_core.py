@@ -180,6 +180,7 @@ class BaseClient:
     labels: "resources.Labels"
     repositories: "resources.Repositories"
     pulls: "resources.Pulls"
+    comments: "resources.Comments"
     webhooks: "resources.Webhooks"
     deliveries: "resources.Deliveries"
     events: "resources.Events"

@@ -19,6 +19,8 @@ __all__ = [
     "BreakdownEntry",
     "Breakdowns",
     "BulkError",
+    "Comment",
+    "CommentRevision",
     "Commit",
     "CommitMetrics",
     "Dashboard",
@@ -163,6 +165,34 @@ class BulkError(Model):
 
 
 @dataclass(kw_only=True)
+class Comment(Model):
+    """A comment on an issue or on a pull request."""
+
+    id: int | None = None
+    project_id: int | None = None
+    issue_id: int | None = None
+    pull_request_id: int | None = None
+    author_id: int | None = None
+    body: str | None = None
+    body_html: str | None = None
+    edited: bool | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class CommentRevision(Model):
+    """A body a comment had before an edit replaced it."""
+
+    id: int | None = None
+    comment_id: int | None = None
+    body: str | None = None
+    author_id: int | None = None
+    created_at: str | None = None
+    replaced_at: str | None = None
+
+
+@dataclass(kw_only=True)
 class Commit(Model):
     sha: str | None = None
     repository_id: int | None = None
@@ -204,6 +234,7 @@ class DayPoint(Model):
     commits: int | None = None
     pull_requests_opened: int | None = None
     pull_requests_merged: int | None = None
+    comments: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -303,6 +334,7 @@ class Issue(Model):
     created_at: str | None = None
     updated_at: str | None = None
     closed_at: str | None = None
+    comment_count: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -356,6 +388,7 @@ class Label(Model):
 class Me(Model):
     id: int | None = None
     email: str | None = None
+    handle: str | None = None
     name: str | None = None
     status: UserStatus | None = None
     tier: Tier | None = None
@@ -433,6 +466,7 @@ class PullRequest(Model):
     updated_at: str | None = None
     merged_at: str | None = None
     closed_at: str | None = None
+    comment_count: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -515,6 +549,7 @@ class User(Model):
 
     id: int | None = None
     email: str | None = None
+    handle: str | None = None
     name: str | None = None
     role: Role | None = None
     status: UserStatus | None = None

@@ -22,6 +22,8 @@ from .models import (
     ApiKey,
     ApiKeyCreated,
     Branch,
+    Comment,
+    CommentRevision,
     Commit,
     Dashboard,
     Delivery,
@@ -233,6 +235,7 @@ class Issues(Resource):
         priority: str | Sequence[str] | None = None,
         assignee: Id | str | None = None,
         labels: str | Sequence[str] | None = None,
+        mentioned: Id | str | None = None,
         q: str | None = None,
         sort: str | None = None,
         created_after: str | None = None,
@@ -241,7 +244,8 @@ class Issues(Resource):
         per_page: int | None = None,
         **filters: Any,
     ) -> Pager[Issue]:
-        """Issues of one project, or (without ``project_id``) of every project you see."""
+        """Issues of one project, or (without ``project_id``) of every project you see.
+        ``mentioned="me"`` (or a user id): those whose comments ``@mention`` that person."""
         path = f"/v1/projects/{project_id}/issues" if project_id is not None else "/v1/issues"
         return self._list(
             path,
@@ -251,6 +255,7 @@ class Issues(Resource):
             priority=priority,
             assignee=assignee,
             labels=labels,
+            mentioned=mentioned,
             q=q,
             sort=sort,
             created_after=created_after,
@@ -562,6 +567,71 @@ class Pulls(Resource):
         )
 
 
+class Comments(Resource):
+    """The thread of an issue (``issue_id=``) or a pull request (``pull_id=``), oldest
+    first, and each comment by its own id. A body is Markdown; ``@handle`` mentions a member
+    who can see the parent."""
+
+    def list(
+        self,
+        *,
+        issue_id: Id | None = None,
+        pull_id: Id | None = None,
+        since: str | None = None,
+        per_page: int | None = None,
+    ) -> Pager[Comment]:
+        """``since`` (ISO 8601): only comments written or edited at or after it."""
+        return self._list(
+            self._thread(issue_id, pull_id, "list"), Comment, since=since, per_page=per_page
+        )
+
+    def create(
+        self,
+        *,
+        body: str,
+        issue_id: Id | None = None,
+        pull_id: Id | None = None,
+        idempotency_key: str | None = None,
+    ) -> Comment:
+        return self._request(
+            "POST",
+            self._thread(issue_id, pull_id, "create"),
+            json={"body": body},
+            model=Comment,
+            idempotency_key=idempotency_key,
+        )
+
+    def get(self, comment_id: Id) -> Comment:
+        return self._request("GET", f"/v1/comments/{comment_id}", model=Comment)
+
+    def update(self, comment_id: Id, *, body: str, if_match: str | None = None) -> Comment:
+        """A new body for your own comment; the one it replaces goes to its ``history``."""
+        return self._request(
+            "PATCH",
+            f"/v1/comments/{comment_id}",
+            json={"body": body},
+            model=Comment,
+            if_match=if_match,
+        )
+
+    def delete(self, comment_id: Id, *, if_match: str | None = None) -> None:
+        return self._request("DELETE", f"/v1/comments/{comment_id}", if_match=if_match)
+
+    def history(self, comment_id: Id, *, per_page: int | None = None) -> Pager[CommentRevision]:
+        """The bodies the comment had before each edit, oldest first."""
+        return self._list(f"/v1/comments/{comment_id}/history", CommentRevision, per_page=per_page)
+
+    @staticmethod
+    def _thread(issue_id: Id | None, pull_id: Id | None, method: str) -> str:
+        # A comment belongs to exactly one parent: guessing one of two ids would post to
+        # the wrong thread, so naming neither or both is the caller's mistake.
+        if (issue_id is None) == (pull_id is None):
+            raise TypeError(f"comments.{method} takes exactly one of issue_id and pull_id")
+        if issue_id is not None:
+            return f"/v1/issues/{issue_id}/comments"
+        return f"/v1/pulls/{pull_id}/comments"
+
+
 class Webhooks(Resource):
     def list(self, project_id: Id, *, per_page: int | None = None) -> Pager[Webhook]:
         return self._list(f"/v1/projects/{project_id}/webhooks", Webhook, per_page=per_page)
@@ -753,6 +823,19 @@ class Users(Resource):
     def me(self) -> Me:
         return self._request("GET", "/v1/users/me", model=Me)
 
+    def update_me(
+        self, *, name: str = UNSET, handle: str = UNSET, if_match: str | None = None
+    ) -> Me:
+        """PATCH your own name or ``handle`` (what others ``@mention``); a taken or malformed
+        handle is a ``ValidationError``."""
+        return self._request(
+            "PATCH",
+            "/v1/users/me",
+            json={"name": name, "handle": handle},
+            model=Me,
+            if_match=if_match,
+        )
+
 
 class Workspaces(Resource):
     def list(self, *, per_page: int | None = None) -> Pager[Workspace]:
@@ -879,6 +962,7 @@ RESOURCES: dict[str, type[Resource]] = {
     "labels": Labels,
     "repositories": Repositories,
     "pulls": Pulls,
+    "comments": Comments,
     "webhooks": Webhooks,
     "deliveries": Deliveries,
     "events": Events,

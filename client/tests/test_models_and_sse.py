@@ -1,13 +1,21 @@
 from collab_client._stream import parse_lines
-from collab_client.models import Dashboard, Issue
+from collab_client.models import Dashboard, Issue, Me, User
 
 
 def test_a_field_a_newer_server_adds_is_kept_not_fatal():
-    issue = Issue.from_dict({"id": 1, "title": "x", "comment_count": 3, "labels": ["a"]})
+    # A name no schema has: a field this client knows would not land in ``extra``.
+    issue = Issue.from_dict({"id": 1, "title": "x", "reaction_count": 3, "labels": ["a"]})
     assert (issue.id, issue.title, issue.labels) == (1, "x", ["a"])
-    assert issue.extra == {"comment_count": 3}
+    assert issue.extra == {"reaction_count": 3}
     assert issue.status is None  # a field the server did not send
-    assert issue.to_dict()["comment_count"] == 3
+    assert issue.to_dict()["reaction_count"] == 3
+
+
+def test_comment_count_and_handle_are_known_fields():
+    issue = Issue.from_dict({"id": 1, "comment_count": 2})
+    assert issue.comment_count == 2 and issue.extra == {}
+    assert User.from_dict({"id": 1, "handle": "dana"}).handle == "dana"
+    assert Me.from_dict({"id": 1, "handle": "dana"}).handle == "dana"
 
 
 def test_nested_records_and_keyword_fields():

@@ -23,9 +23,13 @@ SCOPE_TABLE = [
         "projects:write",
     ),
     ("delete projects, manage members, repositories and webhooks", "projects:admin"),
-    ("read issues and labels", "issues:read"),
-    ("create/update issues, labels", "issues:write"),
-    ("delete issues and labels", "issues:admin"),
+    ("read issues and labels; read comments on issues", "issues:read"),
+    (
+        "create/update issues, labels; post, edit and delete your own comments "
+        "(on issues and pull requests)",
+        "issues:write",
+    ),
+    ("delete issues and labels; delete someone else's comment", "issues:admin"),
     ("read users", "users:read"),
     ("invite users, change roles", "users:write"),
 ]

@@ -43,8 +43,10 @@ INSTALLED_APPS = [
     "projects",
     "issues",
     "gitintegration",
+    "comments",
     "notifications",
     "analytics",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -389,6 +391,10 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #   invitation_send_email      email      it skips an invitation no longer pending; otherwise
 #                                         a second run sends the email again (at least once)
 #   denied_tokens_purge        default    it deletes rows whose tokens have expired
+# comments.tasks.
+#   mentions_notify            email      it marks each mention in the transaction that sends
+#                                         its email (rows locked, SKIP LOCKED): a second run
+#                                         finds none left; at most once per comment and person
 # analytics.tasks.
 #   analytics_rollup_all       analytics  it only queues the one below, per project
 #   analytics_rollup_project   analytics  it recomputes days from the sources and upserts them:
@@ -410,6 +416,7 @@ CELERY_TASK_ROUTES = {
     "notifications.tasks.webhook_disabled_notify": {"queue": "email"},
     "events.tasks.events_purge": {"queue": "default"},
     "accounts.tasks.invitation_send_email": {"queue": "email"},
+    "comments.tasks.mentions_notify": {"queue": "email"},
     "ratelimits.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
     "analytics.tasks.analytics_rollup_all": {"queue": "analytics"},

@@ -15,6 +15,10 @@ counters are what the API would leave):
 Repository "app" of the project: commits on 01-05, two on 03-01 (one sha pushed to a second
 repository too, counted once), one today at 10:00. Pull requests: #1 opened 03-10 10:00 and
 merged 03-12 16:00 (54 hours), #2 opened 03-11 and closed unmerged, #3 opened 03-13, open.
+
+Comments (through the comment services): two on C on 03-01, one on pull request #1 on 03-12,
+one on D today at 10:30 and one on B today at 11:58 (after the rollup's margin: counted live);
+one on B on 03-13 deleted on 03-14 (counted nowhere).
 """
 
 from dataclasses import dataclass
@@ -23,6 +27,8 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
+from comments.models import Comment
+from comments.services import comment_create, comment_delete
 from issues.services import issue_update
 from tests.factories import (
     CommitFactory,
@@ -110,8 +116,22 @@ def scenario(world, pinned) -> Scenario:
         repository=repo, number=2, created_at=at(3, 11), state="closed", closed_at=at(3, 11, 5)
     )
     PullRequestFactory(repository=repo, number=3, created_at=at(3, 13))
+
+    def comment(when, parent, body, author=world.developer):
+        with pinned(when):
+            return comment_create(parent=parent, actor=author, body=body)
+
+    comment(at(3, 1, 9, 30), issues["C"], "Reproduced.")
+    comment(at(3, 1, 10), issues["C"], "Fix on the way.", world.owner)
+    comment(at(3, 12, 17), merged, "Merged, thanks.", world.owner)
+    gone = comment(at(3, 13, 8), issues["B"], "Wrong issue.")
+    with pinned(at(3, 14, 9)):
+        comment_delete(comment=Comment.objects.get(pk=gone["id"]), actor=world.developer)
+    comment(at(3, 15, 10, 30), issues["D"], "Closing after the deploy.", world.owner)
+    comment(at(3, 15, 11, 58), issues["B"], "Still seen on Safari.")
     # Another workspace's project with activity of its own: never counted here.
     with pinned(at(3, 14)):
-        make_issue(world.other_project, world.outsider, title="elsewhere")
+        elsewhere = make_issue(world.other_project, world.outsider, title="elsewhere")
+        comment_create(parent=elsewhere, actor=world.outsider, body="Not counted here.")
     CommitFactory(repository=RepositoryFactory(project=world.other_project), authored_at=at(3, 14))
     return Scenario(project=project, issues=issues)

@@ -24,8 +24,9 @@ def test_the_dashboard_page_renders_charts_and_metrics(browser, scenario, pinned
         response = browser.get(page, {"period": "30d"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.count('class="analytics-chart"') == 3
+    assert html.count('class="analytics-chart"') == 4
     assert "Open issues at the end of each day" in html
+    assert "Comments per day" in html
     assert "<script" not in html.split('id="content-main"')[1]
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", html.split('id="content-main"')[1])
     # The metrics table shows the API's figures.

@@ -19,6 +19,7 @@ SEVEN_DAYS = {
     "commits": [0, 0, 0, 0, 0, 0, 1],
     "pull_requests_opened": [0, 1, 1, 0, 1, 0, 0],
     "pull_requests_merged": [0, 0, 0, 1, 0, 0, 0],
+    "comments": [0, 0, 0, 1, 0, 0, 2],
 }
 
 
@@ -40,6 +41,35 @@ def test_series_by_hand(api, scenario, pinned, rolled_up):
     assert data["from"] == "2026-03-09T00:00:00Z"
     assert data["to"] == "2026-03-15T12:00:00Z"
     assert columns(data["series"]) == SEVEN_DAYS
+
+
+@pytest.mark.parametrize("rolled_up", [False, True])
+def test_comments_per_day_by_hand(api, scenario, pinned, rolled_up):
+    """Comments written each day on the project's issues and pull requests; the one deleted
+    on 03-14 and the other workspace's are not counted."""
+    if rolled_up:
+        with pinned(NOW):
+            rollup_project(project_id=scenario.project.pk)
+    with pinned(NOW):
+        series = assert_ok(
+            api.viewer.get(f"/v1/projects/{scenario.project.pk}/dashboard?period=30d")
+        )["data"]["series"]
+    comments = {point["date"][5:]: point["comments"] for point in series if point["comments"]}
+    assert comments == {"03-01": 2, "03-12": 1, "03-15": 2}
+    assert len(series) == 30
+
+
+def test_the_schema_documents_comments_per_day():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    point = schema["components"]["schemas"]["DayPoint"]
+    assert point["properties"]["comments"]["type"] == "integer"
+    assert "comments" in point["required"]
+    dashboard = schema["paths"]["/v1/projects/{project_id}/dashboard"]["get"]
+    assert "DayPoint" in str(dashboard["responses"]["200"]) or "Dashboard" in str(
+        dashboard["responses"]["200"]
+    )
 
 
 def test_open_issues_at_the_end_of_each_day_through_a_reopening(api, scenario, pinned):

@@ -48,7 +48,8 @@ def test_csv_holds_every_issue_with_its_fields(api, world, issues):
     by_number = {row["number"]: row for row in rows}
     assert list(rows[0]) == [
         "id", "project_id", "number", "title", "description", "type", "priority", "status",
-        "assignee_id", "reporter_id", "created_at", "updated_at", "closed_at", "labels",
+        "assignee_id", "reporter_id", "created_at", "updated_at", "closed_at", "comment_count",
+        "labels",
     ]  # fmt: skip
     assert by_number["1"]["labels"] == "backend;ui"
     assert by_number["1"]["type"] == "bug"

@@ -13,6 +13,8 @@ from analytics.periods import day_start
 from analytics.services import rollup_project
 from analytics.stats import STAT_FIELDS, stats_collect
 from collab.celery import app as celery_app
+from comments.models import Comment
+from comments.services import comment_delete
 from issues.services import issue_delete
 from tests.analytics.conftest import NOW, at
 from tests.factories import CommitFactory, make_issue
@@ -35,7 +37,7 @@ def test_rows_by_hand(scenario, pinned):
         "2026-02-13": {"issues_opened": 1},
         "2026-02-14": {"issues_closed": 1, "resolution_seconds": 7200},
         "2026-02-20": {"issues_closed": 1, "resolution_seconds": 41 * 86400},
-        "2026-03-01": {"issues_opened": 1, "commits": 2},
+        "2026-03-01": {"issues_opened": 1, "commits": 2, "comments": 2},
         "2026-03-02": {"issues_closed": 1, "resolution_seconds": 86400},
         "2026-03-03": {"issues_opened": 1, "issues_closed": 1},
         "2026-03-05": {"issues_reopened": 1},
@@ -45,16 +47,18 @@ def test_rows_by_hand(scenario, pinned):
             "pull_requests_opened": 1,
         },
         "2026-03-11": {"pull_requests_opened": 1},
-        "2026-03-12": {"pull_requests_merged": 1, "review_seconds": 54 * 3600},
+        "2026-03-12": {"pull_requests_merged": 1, "review_seconds": 54 * 3600, "comments": 1},
         "2026-03-13": {"pull_requests_opened": 1},
         "2026-03-14": {"issues_opened": 1},
         # Today up to 11:55 (the rollup ran at noon, less its margin): D opened at 09:00 and
-        # closed at 11:00, and the commit of 10:00. What comes after is counted live.
+        # closed at 11:00, the commit of 10:00 and the comment of 10:30. What comes after (the
+        # comment of 11:58) is counted live.
         "2026-03-15": {
             "issues_opened": 1,
             "issues_closed": 1,
             "resolution_seconds": 7200,
             "commits": 1,
+            "comments": 1,
         },
     }
     # The one reopening (03-05) undid C's closing of 03-02 08:00, resolved in a day.
@@ -132,13 +136,32 @@ def test_a_full_rollup_forgets_deleted_issues(scenario, pinned, world):
     assert "2026-02-13" not in days and "2026-02-14" not in days
 
 
+def test_a_deleted_comment_leaves_the_stored_days_at_the_full_rollup(scenario, pinned, world):
+    with pinned(NOW):
+        rollup_project(project_id=scenario.project.pk)
+    comment = Comment.objects.get(project=scenario.project, created_at=at(3, 12, 17))
+    comment_delete(comment=comment, actor=world.owner)
+    with pinned(NOW):
+        rollup_project(project_id=scenario.project.pk)
+    # A past day is not counted again by the frequent run; the nightly full one forgets it.
+    assert stored(scenario.project)["2026-03-12"]["comments"] == 1
+    with pinned(NOW):
+        rollup_project(project_id=scenario.project.pk, full=True)
+    assert "comments" not in stored(scenario.project)["2026-03-12"]
+
+
 def test_the_beat_task_rolls_up_every_project(scenario, pinned, world):
     with pinned(NOW):
         assert tasks.analytics_rollup_all.delay().get() == 2
     states = dict(RollupState.objects.values_list("project_id", "through"))
     assert states == {world.project.pk: at(3, 14).date(), world.other_project.pk: at(3, 14).date()}
     other = ProjectDay.objects.get(project=world.other_project)
-    assert (other.day, other.issues_opened, other.commits) == (at(3, 14).date(), 1, 1)
+    assert (other.day, other.issues_opened, other.commits, other.comments) == (
+        at(3, 14).date(),
+        1,
+        1,
+        1,
+    )
 
 
 def test_beat_schedules_registered_tasks():

@@ -4,6 +4,7 @@ route (test_methods.py, test_hostile_input.py)."""
 import pytest
 
 from accounts.services import invitation_create
+from comments.services import comment_create
 from events.services import event_record
 from notifications.models import Delivery
 from tests.factories import (
@@ -30,6 +31,7 @@ def swept(world):
     delivery = Delivery.objects.create(webhook=webhook, event=event)
     repository = RepositoryFactory(project=world.project)
     pull = PullRequestFactory(repository=repository, author=world.developer)
+    comment = comment_create(parent=issue, actor=world.owner, body="A swept comment")
     invitation, _ = invitation_create(
         workspace=world.acme,
         inviter=world.owner,
@@ -50,6 +52,7 @@ def swept(world):
         "delivery": delivery.pk,
         "repository": repository.pk,
         "pull": pull.pk,
+        "comment": comment["id"],
         "workspace": world.acme.pk,
         "invitation": invitation.pk,
         "user": world.developer.pk,

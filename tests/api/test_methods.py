@@ -96,6 +96,7 @@ def _path(name: str, regex: str, ids: dict) -> str:
         "webhook": "webhook",
         "repository": "repository",
         "pull": "pull",
+        "comment": "comment",
     }
     owner_of_pk = next((ids[v] for k, v in resource.items() if name.startswith(k + "-")), None)
     values = {
@@ -104,6 +105,7 @@ def _path(name: str, regex: str, ids: dict) -> str:
         "workspace_id": ids["workspace"],
         "repository_id": ids["repository"],
         "pull_id": ids["pull"],
+        "issue_id": ids["issue"],
         "delivery_id": ids["delivery"],
         "invitation_id": ids["invitation"],
         "user_id": ids["user"],

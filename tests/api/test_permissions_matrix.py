@@ -169,6 +169,14 @@ ENDPOINTS = [
     # Users (of the caller's first workspace, or ?workspace_id=).
     E("users.list", "get", "/v1/users", "users:read", (200, 200, 200, 200, 200)),
     E("users.me", "get", "/v1/users/me", "users:read", (200, 200, 200, 200, 200)),
+    E(
+        "users.me.update",
+        "patch",
+        "/v1/users/me",
+        "users:write",
+        (200, 200, 200, 200, 200),
+        {"name": "Renamed"},
+    ),
     E("users.get", "get", "/v1/users/{developer}", "users:read", (200, 200, 200, 200, 404)),
     E("users.get.other", "get", "/v1/users/{outsider}", "users:read", (404, 404, 404, 404, 200)),
     E(
@@ -383,6 +391,7 @@ def fill(value, ctx):
 def snapshot() -> dict:
     """Everything a call could change, apart from a key's last_used_at."""
     return {
+        "users": list(User.objects.order_by("id").values_list("id", "name", "handle")),
         "workspaces": list(Workspace.objects.values_list("id", "name")),
         "memberships": list(Membership.objects.values_list("workspace_id", "user_id", "role")),
         "projects": list(

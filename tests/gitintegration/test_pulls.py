@@ -32,6 +32,7 @@ PULL_FIELDS = {
     "updated_at",
     "merged_at",
     "closed_at",
+    "comment_count",
 }
 
 

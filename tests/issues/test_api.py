@@ -41,6 +41,7 @@ RECORD_KEYS = {
     "created_at",
     "updated_at",
     "closed_at",
+    "comment_count",
 }
 
 
@@ -82,6 +83,7 @@ def stored(issue) -> dict:
         "created_at": z(issue.created_at),
         "updated_at": z(issue.updated_at),
         "closed_at": z(issue.closed_at),
+        "comment_count": issue.comment_count,
     }
 
 
@@ -218,6 +220,7 @@ def test_create_with_only_a_title_takes_the_defaults(api, world):
         "reporter_id": world.owner.pk,
         "labels": [],
         "closed_at": None,
+        "comment_count": 0,
     }
     assert Issue.objects.get().priority_rank == 1
 

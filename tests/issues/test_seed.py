@@ -10,8 +10,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from accounts.models import User
+from demo.management.commands.seed_demo import issue_shares
 from events.models import Event
-from issues.management.commands.seed_demo import issue_shares
 from issues.models import (
     Issue,
     IssueHistory,

@@ -157,3 +157,16 @@ def test_visible_project_ids_is_the_visibility_rule_for_many_at_once(world):
     scopes = visible_scopes(user_ids=[world.outsider.pk, loner.pk])
     assert scopes[world.outsider.pk][1] == {world.globex.pk}
     assert scopes[loner.pk][1] == set()
+
+
+@pytest.mark.slow
+@live_test
+def test_a_comment_reaches_an_open_stream(world, live):
+    issue = make_issue(world.project, world.owner, title="Streamed")
+    key = make_api_key(world.developer, ALL_SCOPES)
+    reader = Reader(live, key)
+    comment = api_call(live, key, "POST", f"/v1/issues/{issue.pk}/comments", {"body": "Hi @owner"})
+    [frame] = reader.take(1)
+    assert frame.event == "comment.created"
+    assert frame.json()["data"]["comment"]["id"] == comment["id"]
+    reader.close()

@@ -6,6 +6,9 @@ from tqdm import tqdm
 
 from accounts import services
 from accounts.models import Membership, Role, User, Workspace
+from comments.models import Comment
+from comments.seeding import threads_seed
+from issues.models import Issue
 from issues.seeding import DEFAULT_BATCH_SIZE, issues_seed
 from projects.models import Project, ProjectMember
 from projects.services import project_create, project_member_add
@@ -37,7 +40,12 @@ class Command(BaseCommand):
         "is topped up to its share of issues and never trimmed, and existing users keep their "
         "passwords. Issue numbers run 1..N in each project and the per-status counters and "
         "number sequence are exact afterwards. Seeded issues record no events (the event log "
-        "of a million issues is not what a demo or a benchmark needs)."
+        "of a million issues is not what a demo or a benchmark needs). The demo projects' "
+        "issues also get comment threads: about 40% of the issues without comments get 1 to 8 "
+        "comments by the project's team (Markdown with code and @mentions, a few edited), with "
+        "exact comment counts and history, mentions marked as notified (no email) and no "
+        "events; a later run adds threads only to issues still without comments. A --project-name "
+        "project gets no threads, so a benchmark's issues load as fast as before."
     )
 
     def add_arguments(self, parser):
@@ -166,6 +174,8 @@ class Command(BaseCommand):
                 progress.update()
 
         added, total_issues = self._issues(seeded, issues, batch_size, stream, quiet)
+        # Threads cost a Markdown rendering per comment: a benchmark's project goes without.
+        threads = None if project_name else self._threads(seeded, stream, quiet)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo workspace '{demo.name}' (id {demo.pk}): {len(people)} people, "
@@ -173,6 +183,9 @@ class Command(BaseCommand):
                 f"{total_issues} issues in the seeded projects ({added} new)."
             )
         )
+        if threads is not None:
+            comments_added, total_comments = threads
+            self.stdout.write(f"{total_comments} comments on their issues ({comments_added} new).")
         if project_name:
             self.stdout.write(f"Project '{project_name}': id {seeded[0].pk}.")
         if created_users:
@@ -214,21 +227,33 @@ class Command(BaseCommand):
             disable=quiet or not any(missing),
         ) as progress:
             for project, share in zip(projects, shares, strict=True):
-                # The team: everyone here can see the project, so can be its assignee.
-                people = list(
-                    ProjectMember.objects.filter(project=project)
-                    .order_by("id")
-                    .values_list("user_id", flat=True)
-                )
                 added += issues_seed(
                     project=project,
                     total=share,
-                    people=people,
+                    people=_team(project),
                     batch_size=batch_size,
                     progress=progress.update,
                 )
                 held += project.issues.count()
         return added, held
+
+    def _threads(self, projects: list[Project], stream, quiet) -> tuple[int, int]:
+        """Comment threads on the projects' issues without comments; returns the comments
+        added, and how many the projects hold now."""
+        waiting = Issue.objects.filter(project__in=projects, comment_count=0).count()
+        added = 0
+        with tqdm(
+            total=waiting,
+            desc="Seeding threads",
+            unit="issue",
+            file=stream,
+            disable=quiet or not waiting,
+        ) as progress:
+            for project in projects:
+                added += threads_seed(
+                    project=project, people=_team(project), progress=progress.update
+                )
+        return added, Comment.objects.filter(project__in=projects).count()
 
     def _user(self, email: str, name: str, password: str) -> tuple[User, bool]:
         user = User.objects.filter(email=email).first()
@@ -236,6 +261,15 @@ class Command(BaseCommand):
             return user, False
         user, _ = services.user_create(email=email, password=password, name=name)
         return user, True
+
+
+def _team(project: Project) -> list[int]:
+    # Everyone here can see the project, so can be its assignee, comment and be mentioned.
+    return list(
+        ProjectMember.objects.filter(project=project)
+        .order_by("id")
+        .values_list("user_id", flat=True)
+    )
 
 
 def issue_shares(total: int, count: int) -> list[int]:
