@@ -101,7 +101,7 @@ def test_iteration_is_stable_while_issues_are_created(world, owner):
     page = owner.issues.list(world.project.pk).page(1, per_page=2)
     following = owner.issues.list(world.project.pk).after(page.next_cursor, per_page=2)
     assert [issue.id for issue in following.data] == expected[1:3]
-    assert following.meta.page is None and following.meta.total == 7
+    assert following.meta.page is None and following.meta.total == len(expected) + 1
 
 
 def test_bulk_writes_answer_each_item(world, owner):
