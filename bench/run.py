@@ -24,6 +24,8 @@ per endpoint in this process, through Django's test client):
 
 - the issue list (``status=open&per_page=50``, pages 1 and 20) on both sizes, and the bare
   Django view (bench/views.py) on the same pages: same filter, exact count, rows and labels;
+- a deep page of the large project's list, page 1,000 (the last full page on less data), by
+  number (``OFFSET``) and by the cursor page 999 gives (keyset): the same rows;
 - ``GET /v1/issues/:id``, ``POST /v1/projects/:id/issues`` and ``PATCH /v1/issues/:id`` (the
   writes go to a project of their own, "Bench writes", so the measured sizes stay put), the
   writes against bare views doing their essential writes (bench/views.py); creates from 8
@@ -90,6 +92,7 @@ from bench.harness import (  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
+DEEP_PAGE = 1000  # the deep page measured, by number and by cursor
 BULK_ITEMS = 100
 # The comment threads measured side by side: a page of a long one costs what a short one does.
 THREAD_LENGTHS = (10, 10_000)
@@ -120,6 +123,7 @@ def main() -> int:
         project["rollup_seconds"] = rollups_bring_up(project["id"])
     writes = writes_project()
     key, token = api_key_for_owner()
+    projects["large"]["deep"] = deep_paging(projects["large"], token)
     load = load_generator(
         connections=args.connections, requests=args.requests, python=args.python_load
     )
@@ -330,6 +334,9 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
             cases.append(case(bare, [path], baseline=None, auth=False))
             path = f"/v1/projects/{project['id']}/issues?{query}{paging}"
             cases.append(case(f"list {size} p{page}", [path], baseline=bare))
+    deep = projects["large"]["deep"]
+    cases.append(case("deep large by offset", [deep["offset"]]))
+    cases.append(case("deep large by cursor", [deep["cursor"]]))
     for size, project in projects.items():
         base = f"/v1/projects/{project['id']}"
         cases.append(case(f"metrics {size}", [f"{base}/metrics?period=30d"]))
@@ -409,6 +416,9 @@ def queries_count(cases: list[dict], token: str) -> None:
             same = [row["id"] for row in mine["data"]] == [row["id"] for row in bare["data"]]
             if not same or mine["meta"]["total"] != bare["meta"]["total"]:
                 raise SystemExit(f"{item['name']} and {item['baseline']} disagree.")
+    by_offset, by_cursor = bodies["deep large by offset"], bodies["deep large by cursor"]
+    if [row["id"] for row in by_offset["data"]] != [row["id"] for row in by_cursor["data"]]:
+        raise SystemExit("The deep page by offset and by cursor disagree.")
 
 
 def measure_requests(args, load, cases: list[dict], bases: dict, token: str) -> None:
@@ -450,6 +460,22 @@ def measure_rounds(args, load, cases: list[dict], bases: dict, token: str) -> No
                 f" {result['requests_per_second']:>8.1f} req/s",
                 flush=True,
             )
+
+
+def deep_paging(project: dict, token: str) -> dict:
+    """The paths of the list's deep page (``DEEP_PAGE``, or the last full one on less data): by
+    number, and by the cursor the page before it gives (read once here, as a client walking by
+    cursor would have it)."""
+    from django.test import Client
+
+    page = max(2, min(DEEP_PAGE, project["open"] // 50))
+    path = f"/v1/projects/{project['id']}/issues?status=open&per_page=50"
+    client = Client(HTTP_HOST="127.0.0.1")
+    answer = client.get(f"{path}&page={page - 1}", headers={"Authorization": f"Bearer {token}"})
+    if answer.status_code != 200 or not answer.json()["meta"]["next_cursor"]:
+        raise SystemExit(f"No cursor after page {page - 1}: {answer.content[:300]!r}")
+    cursor = answer.json()["meta"]["next_cursor"]
+    return {"page": page, "offset": f"{path}&page={page}", "cursor": f"{path}&cursor={cursor}"}
 
 
 # Processes ------------------------------------------------------------------------------------
@@ -837,6 +863,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "thread10k/thread10": cost(
             f"thread {THREAD_LENGTHS[-1]} p1", f"thread {THREAD_LENGTHS[0]} p1"
         ),
+        # Time per request of the deep page against page 1, on the large project.
+        "deep_offset/p1": cost("deep large by offset", "list large p1"),
+        "deep_cursor/p1": cost("deep large by cursor", "list large p1"),
         "create/bare": round(by_name["issue create"]["load"]["requests_per_second"] / baseline, 2),
         "create/bare_create": ratio("issue create", "bare create"),
         "patch/bare_patch": ratio("issue patch", "bare patch"),

@@ -49,13 +49,25 @@ def commit_list(*, repository: Repository) -> QuerySet[Commit]:
 class BranchHistory:
     """The commits of one branch, newest first, as git orders them: a sequence the paginator
     slices. Git says which commits (``rev-list`` from the branch's tip at the last sync, so
-    the page and the index agree); their records come from the index in one query."""
+    the page and the index agree); their records come from the index in one query.
+
+    Cursors pin the tip (``collab.api.pagination.Pinnable``) and hold an offset: git skips to
+    it by walking, which costs little next to the page's query, and has no keyset to seek."""
 
     def __init__(self, repository: Repository, tip: str) -> None:
         self.repository = repository
         self.tip = tip
         self._count: int | None = None
         self._path: Path | None = None
+
+    @property
+    def snapshot(self) -> str:
+        return self.tip
+
+    def at(self, snapshot: str) -> "BranchHistory":
+        """The same branch's history from an earlier tip (a cursor's): a commit's ancestry never
+        changes, so a walk begun before a push goes on without shifting."""
+        return BranchHistory(self.repository, snapshot)
 
     def count(self) -> int:
         if self._count is None:

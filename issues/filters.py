@@ -14,6 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
 from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter, is_id
+from collab.api.pagination import PAGING_PARAMS
 
 from .models import Issue, IssueType, Priority, Status
 
@@ -153,5 +154,5 @@ class GlobalIssueFilter(IssueFilter):
 
 # Parameters whose totals the per-project, per-status counters answer exactly. ``project_id``
 # only where it is a filter: on a project's own list it is an unknown parameter, left alone.
-COUNTER_PARAMS = frozenset({"status", "sort", "page", "per_page"})
+COUNTER_PARAMS = frozenset({"status", "sort"}) | PAGING_PARAMS
 GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}

@@ -33,6 +33,8 @@ MEASUREMENTS = {
     "list 1k p1",
     "bare 1k p20",
     "list 1k p20",
+    "deep 1k by offset",
+    "deep 1k by cursor",
     "metrics 200",
     "dashboard 200",
     "metrics 1k",

@@ -23,6 +23,7 @@ __all__ = [
     "CommentRevision",
     "Commit",
     "CommitMetrics",
+    "CursorMeta",
     "Dashboard",
     "DayPoint",
     "Delivery",
@@ -207,6 +208,16 @@ class Commit(Model):
 class CommitMetrics(Model):
     total: int | None = None
     this_month: int | None = None
+
+
+@dataclass(kw_only=True)
+class CursorMeta(Model):
+    """A page asked for by `cursor`. `total` counts the whole list, not what is left of it."""
+
+    total: int | None = None
+    per_page: int | None = None
+    total_count: int | None = None
+    next_cursor: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -413,12 +424,15 @@ class Metrics(Model):
 
 @dataclass(kw_only=True)
 class PageMeta(Model):
+    """A page asked for by number (`page`, or neither `page` nor `cursor`)."""
+
     total: int | None = None
     page: int | None = None
     per_page: int | None = None
     current_page: int | None = None
     total_pages: int | None = None
     total_count: int | None = None
+    next_cursor: str | None = None
 
 
 @dataclass(kw_only=True)

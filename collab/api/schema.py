@@ -15,6 +15,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_parameter_type, force_instance, get_doc
 from drf_spectacular.utils import OpenApiParameter
 
+from .cursors import CURSOR_PATTERN
 from .routers import ID_PATTERN, MAX_ID
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -78,7 +79,10 @@ HEADER_COMPONENTS = {
 RATE_LIMIT_HEADERS = {name: {"$ref": f"#/components/headers/{name}"} for name in HEADER_COMPONENTS}
 CREATED_HEADERS = {"Location": _header("Path of the created resource.")}
 PAGE_HEADERS = {
-    "Link": _header("RFC 8288 links to the `first`, `prev`, `next` and `last` pages."),
+    "Link": _header(
+        "RFC 8288 links: by page number to the `first`, `prev`, `next` and `last` pages; by "
+        "cursor to the `first` page and, unless this is the last, the `next` one (its cursor)."
+    ),
 }
 IDEMPOTENCY_KEY = OpenApiParameter(
     name="Idempotency-Key",
@@ -124,6 +128,13 @@ IF_MATCH = OpenApiParameter(
     "editors cannot silently overwrite each other.",
 )
 
+NEXT_CURSOR = {
+    "type": "string",
+    "nullable": True,
+    "pattern": CURSOR_PATTERN,
+    "description": "Send it as `cursor` (with the same filters and sort) for the next page; "
+    "null on the last page.",
+}
 COMPONENTS = {
     "Success": {"type": "boolean", "enum": [True], "description": "Always true on success."},
     "Error": {
@@ -176,7 +187,16 @@ COMPONENTS = {
     },
     "PageMeta": {
         "type": "object",
-        "required": ["total", "page", "per_page", "current_page", "total_pages", "total_count"],
+        "description": "A page asked for by number (`page`, or neither `page` nor `cursor`).",
+        "required": [
+            "total",
+            "page",
+            "per_page",
+            "current_page",
+            "total_pages",
+            "total_count",
+            "next_cursor",
+        ],
         "properties": {
             "total": {"type": "integer"},
             "page": {"type": "integer"},
@@ -184,6 +204,19 @@ COMPONENTS = {
             "current_page": {"type": "integer"},
             "total_pages": {"type": "integer"},
             "total_count": {"type": "integer"},
+            "next_cursor": NEXT_CURSOR,
+        },
+    },
+    "CursorMeta": {
+        "type": "object",
+        "description": "A page asked for by `cursor`. `total` counts the whole list, not what "
+        "is left of it.",
+        "required": ["total", "per_page", "total_count", "next_cursor"],
+        "properties": {
+            "total": {"type": "integer"},
+            "per_page": {"type": "integer"},
+            "total_count": {"type": "integer"},
+            "next_cursor": NEXT_CURSOR,
         },
     },
 }
@@ -211,7 +244,12 @@ def paginated_envelope(items_schema: dict) -> dict:
         "properties": {
             "success": SUCCESS_REF,
             "data": items_schema,
-            "meta": {"$ref": "#/components/schemas/PageMeta"},
+            "meta": {
+                "anyOf": [
+                    {"$ref": "#/components/schemas/PageMeta"},
+                    {"$ref": "#/components/schemas/CursorMeta"},
+                ]
+            },
         },
     }
 

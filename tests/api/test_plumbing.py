@@ -78,6 +78,7 @@ def test_list_envelope_has_meta(api, world):
         "current_page": 1,
         "total_pages": 1,
         "total_count": 1,
+        "next_cursor": None,
     }
 
 
@@ -551,6 +552,7 @@ def test_default_page_size_is_20(api, many_projects):
     response = api.owner.get("/v1/projects")
     body = assert_ok(response)
     assert [p["id"] for p in body["data"]] == [p.pk for p in many_projects[:20]]
+    cursor = body["meta"]["next_cursor"]
     assert body["meta"] == {
         "total": 46,
         "page": 1,
@@ -558,7 +560,11 @@ def test_default_page_size_is_20(api, many_projects):
         "current_page": 1,
         "total_pages": 3,
         "total_count": 46,
+        "next_cursor": cursor,
     }
+    # The next cursor is opaque: it is known by what it gives, the next 20 projects.
+    after = assert_ok(api.owner.get("/v1/projects", {"cursor": cursor}))
+    assert [p["id"] for p in after["data"]] == [p.pk for p in many_projects[20:40]]
 
 
 def test_per_page_is_clamped_to_100(api, world, many_projects):
@@ -595,6 +601,7 @@ def test_page_past_the_last_is_empty_200(api, many_projects):
         "current_page": 9,
         "total_pages": 3,
         "total_count": 46,
+        "next_cursor": None,
     }
     rels = links(response)
     assert "next" not in rels

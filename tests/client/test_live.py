@@ -86,6 +86,24 @@ def test_projects_issues_labels_and_pages(world, owner):
     assert history[0] == "created" and "status" in history
 
 
+def test_iteration_is_stable_while_issues_are_created(world, owner):
+    """The pager follows cursors: an issue created on top while the walk is between pages does
+    not push the page boundary down (pages by number would give one issue twice)."""
+    for n in range(5):
+        owner.issues.create(world.project.pk, title=f"Steady {n}")
+    expected = [issue.id for issue in owner.issues.list(world.project.pk)]
+    walked = []
+    for issue in owner.issues.list(world.project.pk, per_page=2):
+        walked.append(issue.id)
+        if len(walked) == 1:
+            owner.issues.create(world.project.pk, title="Created meanwhile")
+    assert walked == expected
+    page = owner.issues.list(world.project.pk).page(1, per_page=2)
+    following = owner.issues.list(world.project.pk).after(page.next_cursor, per_page=2)
+    assert [issue.id for issue in following.data] == expected[1:3]
+    assert following.meta.page is None and following.meta.total == len(expected) + 1
+
+
 def test_bulk_writes_answer_each_item(world, owner):
     results = owner.issues.bulk_create(
         world.project.pk,

@@ -25,7 +25,15 @@ from tests.factories import (
     make_issue,
 )
 
-META_KEYS = {"total", "page", "per_page", "current_page", "total_pages", "total_count"}
+META_KEYS = {
+    "total",
+    "page",
+    "per_page",
+    "current_page",
+    "total_pages",
+    "total_count",
+    "next_cursor",
+}
 RECORD_KEYS = {
     "id",
     "project_id",
@@ -719,6 +727,7 @@ def test_history_lists_every_change(api, world, bug):
         "current_page": 2,
         "total_pages": 2,
         "total_count": 6,
+        "next_cursor": None,
     }
 
 
@@ -760,6 +769,7 @@ def test_label_create_and_list(api, world):
     assert [item["name"] for item in body["data"]] == ["backend", "frontend"]
     assert body["data"][1] == data
     assert body["meta"]["total"] == 2 and set(body["meta"]) == META_KEYS
+    assert body["meta"]["next_cursor"] is None
 
 
 @pytest.mark.parametrize(
