@@ -31,6 +31,9 @@ class Comment(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    # The text /v1/search searches (collab.fulltext), weighing as a description does.
+    search_fields = {"body": "B"}
+
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [

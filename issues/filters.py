@@ -8,11 +8,12 @@ import re
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
+from collab import fulltext
 from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter, is_id
 from collab.api.pagination import PAGING_PARAMS
 
@@ -66,13 +67,32 @@ class MentionedFilter(filters.Filter):
     field_class = MentionedField
 
 
+RELEVANCE = "relevance"
+
+
 class SortFilter(filters.OrderingFilter):
-    """``sort``: one field, ``-`` for descending; ties fall back to the newest first."""
+    """``sort``: fields, ``-`` for descending; ties fall back to the newest first.
+    ``relevance``: the best match of the filterset's ``q`` first (nothing without ``q``);
+    ``relevance_first``: that is the order when ``sort`` is not given."""
+
+    def __init__(self, *args, relevance_first: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.relevance_first = relevance_first
+
+    def build_choices(self, fields, labels):
+        return [*super().build_choices(fields, labels), (RELEVANCE, "Relevance")]
 
     def filter(self, qs, value):
-        if not value:
+        params = value or ([RELEVANCE] if self.relevance_first else [])
+        terms = [term for term in map(self.ordering_term, params) if term is not None]
+        if not terms:
             return qs
-        return qs.order_by(*[self.get_ordering_value(param) for param in value], "-id")
+        return qs.order_by(*terms, "-id")
+
+    def ordering_term(self, param):
+        if param == RELEVANCE:
+            return fulltext.best_first(self.parent.data.get("q", ""))
+        return self.get_ordering_value(param)
 
 
 class IssueFilter(CachedFormFilterSet):
@@ -89,7 +109,18 @@ class IssueFilter(CachedFormFilterSet):
         method="filter_labels",
         help_text="Label names, comma-separated: issues carrying all of them.",
     )
-    q = filters.CharFilter(method="filter_text", help_text="Text in the title or description.")
+    q = filters.CharFilter(
+        method="filter_text",
+        help_text="Full-text search of the title and description: words (`login`), "
+        '`"phrases"`, prefixes (`auth*`) and exclusions (`-flaky`); every term must match, '
+        "and English words match their other forms (`fails` finds `failing`).",
+    )
+    highlight = filters.ChoiceFilter(
+        choices=[("true", "true"), ("false", "false")],
+        method="filter_highlight",
+        help_text="`true`: with `q`, each issue carries `highlights`, its title and the best "
+        "passage of its description as HTML, the matched words in `<mark>`.",
+    )
     mentioned = MentionedFilter(
         method="filter_mentioned",
         help_text="`me` or a user id: issues whose comments mention that person (`@handle`).",
@@ -105,7 +136,8 @@ class IssueFilter(CachedFormFilterSet):
             ("priority_rank", "priority"),
         ),
         help_text="`-created_at` (default), `created_at`, `priority`, `-priority` (most urgent "
-        "first), `updated_at`, `-updated_at`, `number`, `-number`.",
+        "first), `updated_at`, `-updated_at`, `number`, `-number`; `relevance` (best match "
+        "first) with `q`, the default order without it.",
     )
 
     class Meta:
@@ -145,7 +177,38 @@ class IssueFilter(CachedFormFilterSet):
         return queryset.filter(pk__in=carrying_all)
 
     def filter_text(self, queryset, name, value):
-        return queryset.filter(Q(title__icontains=value) | Q(description__icontains=value))
+        return fulltext.search(queryset, value)
+
+    def filter_highlight(self, queryset, name, value):
+        return queryset  # what it asks for is added to the rows (``highlight_values``)
+
+
+def wants_highlights(params) -> bool:
+    """Whether the (already validated) query parameters ask for ``highlights``."""
+    return params.get("highlight") == "true"
+
+
+def highlight_values(params) -> dict[str, fulltext.Highlight]:
+    """What ``highlight=true&q=...`` adds to each row of a list's ``.values()``: the title and
+    the best passage of the description with the matches marked (see ``highlights``)."""
+    query = fulltext.parse(params.get("q", ""))
+    if not wants_highlights(params) or not query:
+        return {}
+    return {
+        "_marked_title": fulltext.Highlight(query, "title"),
+        "_marked_description": fulltext.Highlight(query, "description", snippet=True),
+    }
+
+
+def highlights(row: dict) -> dict[str, str] | None:
+    """Takes the marked texts ``highlight_values`` added off ``row``, as the record's
+    ``highlights``: escaped HTML with the matches in ``<mark>`` (None without a query)."""
+    if "_marked_title" not in row:
+        return None
+    return {
+        "title": fulltext.marked_html(row.pop("_marked_title")),
+        "description": fulltext.marked_html(row.pop("_marked_description")),
+    }
 
 
 class GlobalIssueFilter(IssueFilter):
@@ -154,5 +217,5 @@ class GlobalIssueFilter(IssueFilter):
 
 # Parameters whose totals the per-project, per-status counters answer exactly. ``project_id``
 # only where it is a filter: on a project's own list it is an unknown parameter, left alone.
-COUNTER_PARAMS = frozenset({"status", "sort"}) | PAGING_PARAMS
+COUNTER_PARAMS = frozenset({"status", "sort", "highlight"}) | PAGING_PARAMS
 GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}

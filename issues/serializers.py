@@ -10,6 +10,15 @@ LABEL_NAME_MAX = 50
 COLOR_PATTERN = r"^#[0-9a-fA-F]{6}$"
 
 
+class IssueHighlightsSerializer(serializers.Serializer):
+    """Where a list's ``q`` matched: escaped HTML, the matched words in ``<mark>``."""
+
+    title = serializers.CharField()
+    description = serializers.CharField(
+        allow_blank=True, help_text="The best passage of the description."
+    )
+
+
 class IssueSerializer(serializers.Serializer):
     """An issue record, for the schema: lists and records are built from ``.values()`` rows."""
 
@@ -28,6 +37,11 @@ class IssueSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     closed_at = serializers.DateTimeField(allow_null=True)
     comment_count = serializers.IntegerField(min_value=0)
+    highlights = IssueHighlightsSerializer(
+        required=False,
+        allow_null=True,
+        help_text="Only on lists asked with `highlight=true`: null without `q`.",
+    )
 
 
 class IssueInputSerializer(serializers.Serializer):

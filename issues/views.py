@@ -12,7 +12,15 @@ from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
 from . import records, selectors, services
-from .filters import COUNTER_PARAMS, GLOBAL_COUNTER_PARAMS, GlobalIssueFilter, IssueFilter
+from .filters import (
+    COUNTER_PARAMS,
+    GLOBAL_COUNTER_PARAMS,
+    GlobalIssueFilter,
+    IssueFilter,
+    highlight_values,
+    highlights,
+    wants_highlights,
+)
 from .models import Issue, Label
 from .serializers import (
     BulkRequestSerializer,
@@ -37,9 +45,15 @@ class IssueListMixin(ApiViewSet):
     def list_response(self, queryset, *, kept_count: Callable[[list[str]], int]):
         """``kept_count(statuses)``: the exact total from the counters, for these statuses
         (all of them when empty), used when only counter parameters are given."""
-        queryset = self.filter_queryset(queryset).values(*records.ISSUE_FIELDS)
+        params = self.request.query_params
+        queryset = self.filter_queryset(queryset).values(
+            *records.ISSUE_FIELDS, **highlight_values(params)
+        )
         self.page_counter = partial(self._count, kept_count=kept_count)
         page = self.paginate_queryset(queryset) or []
+        if wants_highlights(params):
+            for row in page:
+                row["highlights"] = highlights(row)
         return self.get_paginated_response(records.issue_attach_labels(page))
 
     def _count(self, queryset, *, kept_count) -> int:

@@ -108,14 +108,21 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
                     replayed.add(event.id)
                     yield event.frame()
         queue = subscriber.queue
+        ends = _end_of_stream()
         while True:
+            wait = settings.EVENT_STREAM_HEARTBEAT_SECONDS
+            if ends is not None:
+                wait = min(wait, ends - time.monotonic())
+                if wait <= 0:
+                    return
             try:
                 # A timeout scope, not wait_for: that wraps each wait in a task of its own,
                 # and every event wakes every stream of the process.
-                async with asyncio.timeout(settings.EVENT_STREAM_HEARTBEAT_SECONDS):
+                async with asyncio.timeout(wait):
                     item = await queue.get()
             except TimeoutError:
-                yield b": heartbeat\n\n"
+                if ends is None or time.monotonic() < ends:
+                    yield b": heartbeat\n\n"
                 continue
             # What queued up meanwhile goes out in the same write.
             frames: list[bytes] = []
@@ -133,6 +140,14 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
                 yield b"".join(frames)
     finally:
         hub.unsubscribe(subscriber)
+
+
+def _end_of_stream() -> float | None:
+    """When a stream opened now closes (``time.monotonic()``), if streams have a lifetime
+    (``EVENT_STREAM_MAX_SECONDS``): the client reconnects with ``Last-Event-ID`` and misses
+    nothing, and no connection outlives a deploy or a proxy's limit by much."""
+    limit = settings.EVENT_STREAM_MAX_SECONDS
+    return time.monotonic() + limit if limit > 0 else None
 
 
 async def _replay(subscriber: stream.Subscriber, after: int, upto: int):
@@ -167,7 +182,8 @@ def event_stream_sync(*, subscriber: stream.Subscriber, last_event_id: int | Non
             start = last_event_id
     reader = stream.LogReader(start)
     quiet_since = time.monotonic()
-    while True:
+    ends = _end_of_stream()
+    while ends is None or time.monotonic() < ends:
         sent = False
         events = reader.read()
         stream.release_connection()

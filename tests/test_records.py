@@ -51,7 +51,10 @@ PAIRS = {
     git_records.CommitRecord: (git_serializers.CommitSerializer, {}),
     git_records.PullRequestRecord: (git_serializers.PullRequestSerializer, {}),
     git_records.ReviewRecord: (git_serializers.ReviewSerializer, {}),
-    issue_records.IssueRecord: (issue_serializers.IssueSerializer, {}),
+    issue_records.IssueRecord: (
+        issue_serializers.IssueSerializer,
+        {"highlights": "added to the rows of a list asked with highlight=true"},
+    ),
     comment_records.CommentRecord: (comment_serializers.CommentSerializer, {}),
     comment_records.CommentRevisionRecord: (comment_serializers.CommentRevisionSerializer, {}),
     issue_records.LabelRecord: (issue_serializers.LabelSerializer, {}),

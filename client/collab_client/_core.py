@@ -187,6 +187,7 @@ class BaseClient:
     metrics: "resources.MetricsResource"
     reports: "resources.Reports"
     dashboard: "resources.DashboardResource"
+    search: "resources.Search"
     users: "resources.Users"
     workspaces: "resources.Workspaces"
     invitations: "resources.Invitations"

@@ -19,6 +19,7 @@ OPERATIONS: dict[str, str] = {
     "events_stream_retrieve": "events.stream",
     "invitations_accept_create": "invitations.accept",
     "issues_list": "issues.list",
+    "search_list": "search.query",
     "issues_retrieve": "issues.get",
     "issues_update": "issues.replace",
     "issues_partial_update": "issues.update",

@@ -36,6 +36,7 @@ __all__ = [
     "InvitationStatus",
     "Issue",
     "IssueBulkResult",
+    "IssueHighlights",
     "IssueHistory",
     "IssueMetrics",
     "IssueStatus",
@@ -60,6 +61,8 @@ __all__ = [
     "ReviewState",
     "Role",
     "Scopes",
+    "SearchHit",
+    "SearchHitType",
     "SyncStatus",
     "Tier",
     "TokenPair",
@@ -92,6 +95,7 @@ Scopes = Literal[
     "users:read",
     "users:write",
 ]
+SearchHitType = Literal["issue", "pull_request", "comment"]
 SyncStatus = Literal["pending", "syncing", "synced", "failed"]
 Tier = Literal["standard", "premium", "enterprise"]
 Type = Literal["bug", "feature", "task", "improvement"]
@@ -346,6 +350,8 @@ class Issue(Model):
     updated_at: str | None = None
     closed_at: str | None = None
     comment_count: int | None = None
+    highlights: IssueHighlights | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"highlights": ("IssueHighlights", False)}
 
 
 @dataclass(kw_only=True)
@@ -360,6 +366,14 @@ class IssueBulkResult(Model):
         "data": ("Issue", False),
         "error": ("BulkError", False),
     }
+
+
+@dataclass(kw_only=True)
+class IssueHighlights(Model):
+    """Where a list's ``q`` matched: escaped HTML, the matched words in ``<mark>``."""
+
+    title: str | None = None
+    description: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -547,6 +561,20 @@ class Review(Model):
     state: ReviewState | None = None
     body: str | None = None
     created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class SearchHit(Model):
+    """One thing found: an issue, a pull request or a comment."""
+
+    type: SearchHitType | None = None
+    id: int | None = None
+    project_id: int | None = None
+    title: str | None = None
+    snippet: str | None = None
+    score: float | None = None
+    issue_id: int | None = None
+    pull_request_id: int | None = None
 
 
 @dataclass(kw_only=True)

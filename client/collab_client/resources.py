@@ -45,6 +45,7 @@ from .models import (
     Repository,
     RepositoryCreated,
     Review,
+    SearchHit,
     TokenPair,
     User,
     Webhook,
@@ -237,6 +238,7 @@ class Issues(Resource):
         labels: str | Sequence[str] | None = None,
         mentioned: Id | str | None = None,
         q: str | None = None,
+        highlight: bool | None = None,
         sort: str | None = None,
         created_after: str | None = None,
         created_before: str | None = None,
@@ -245,7 +247,9 @@ class Issues(Resource):
         **filters: Any,
     ) -> Pager[Issue]:
         """Issues of one project, or (without ``project_id``) of every project you see.
-        ``mentioned="me"`` (or a user id): those whose comments ``@mention`` that person."""
+        ``mentioned="me"`` (or a user id): those whose comments ``@mention`` that person.
+        ``q``: full-text (``'login -flaky "two factor" auth*'``); with ``sort="relevance"``
+        the best match first, with ``highlight=True`` each issue's ``highlights``."""
         path = f"/v1/projects/{project_id}/issues" if project_id is not None else "/v1/issues"
         return self._list(
             path,
@@ -257,6 +261,7 @@ class Issues(Resource):
             labels=labels,
             mentioned=mentioned,
             q=q,
+            highlight=highlight,
             sort=sort,
             created_after=created_after,
             created_before=created_before,
@@ -795,6 +800,29 @@ class DashboardResource(Resource):
         )
 
 
+class Search(Resource):
+    def query(
+        self,
+        q: str,
+        *,
+        type: str | Sequence[str] | None = None,
+        project_id: Id | None = None,
+        sort: str | None = None,
+        per_page: int | None = None,
+    ) -> Pager[SearchHit]:
+        """Issues, pull requests and comments across every project you see, best match
+        first: ``client.search.query("login -flaky", type="issue")``."""
+        return self._list(
+            "/v1/search",
+            SearchHit,
+            q=q,
+            type=type,
+            project_id=project_id,
+            sort=sort,
+            per_page=per_page,
+        )
+
+
 class Users(Resource):
     def list(
         self,
@@ -969,6 +997,7 @@ RESOURCES: dict[str, type[Resource]] = {
     "metrics": MetricsResource,
     "reports": Reports,
     "dashboard": DashboardResource,
+    "search": Search,
     "users": Users,
     "workspaces": Workspaces,
     "invitations": Invitations,

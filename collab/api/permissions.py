@@ -33,10 +33,15 @@ class IsAuthenticated(BasePermission):
         return True
 
 
+def has_scope(request, scope: str) -> bool:
+    """Whether the credential carries ``scope`` (a session in the browsable pages has all)."""
+    return request.auth is None or scope in request.auth.scopes
+
+
 def require_scope(request, scope: str) -> None:
     """The scope gate, for a view that learns which scope it needs only from the record it
     found (a comment is read as its parent is)."""
-    if request.auth is not None and scope not in request.auth.scopes:
+    if not has_scope(request, scope):
         raise Forbidden(
             f"This credential lacks the '{scope}' scope.",
             details={"required_scope": scope},

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "issues",
     "gitintegration",
     "comments",
+    "search",
     "notifications",
     "analytics",
     "demo",
@@ -274,6 +275,8 @@ SPECTACULAR_SETTINGS = {
         "PullRequestStateEnum": "gitintegration.models.PullRequest.State",
         "PullRequestStateChangeEnum": ["open", "closed"],
         "ReviewStateEnum": "gitintegration.models.Review.State",
+        "SearchHitTypeEnum": "search.models.HitType",
+        "TypeEnum": "issues.models.IssueType",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -341,6 +344,9 @@ EVENT_LOG_CONSUMERS = ["notifications.services.events_committed"]
 EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
 EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
 EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
+# How long one stream stays open; 0: until the client leaves. Past it the server ends the
+# response, and the client reconnects with Last-Event-ID, missing nothing.
+EVENT_STREAM_MAX_SECONDS = env.float("EVENT_STREAM_MAX_SECONDS", default=0.0)
 # Without Redis the hub polls the log this often; with it, it still looks this often in case
 # a wake-up was lost.
 EVENT_STREAM_POLL_SECONDS = env.float("EVENT_STREAM_POLL_SECONDS", default=0.5)

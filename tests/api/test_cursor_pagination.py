@@ -225,11 +225,13 @@ LISTS = {
     "workspaces_list": ("/v1/workspaces", False),
     "workspaces_invitations_list": ("/v1/workspaces/{workspace}/invitations", False),
     "workspaces_members_list": ("/v1/workspaces/{workspace}/members", False),
+    "search_list": ("/v1/search?q=crowd", False),
 }
 # Variants of the lists above whose rows come another way: git's order of a branch.
 VARIANTS = {
     "commits of a branch": ("/v1/repositories/{real_repository}/commits?branch=main", False),
     "events oldest first": ("/v1/events?sort=id", False),
+    "search oldest first": ("/v1/search?q=crowd&sort=created_at", False),
 }
 SWEPT = {**LISTS, **VARIANTS}
 

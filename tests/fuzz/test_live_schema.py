@@ -23,7 +23,8 @@ SEED = os.environ.get("COLLAB_FUZZ_SEED", "1")
 
 def embedded_env(data_dir: Path) -> dict[str, str]:
     """The environment of ``./run``, in a data directory of the test's own. The limiter is on
-    (so every answer carries its headers) with budgets no run reaches."""
+    (so every answer carries its headers) with budgets no run reaches; an event stream ends
+    after a quarter of a second, as a client with a short read timeout would leave it."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -35,6 +36,7 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
         RATE_LIMIT_ENABLED="1",
         RATE_LIMIT_STANDARD="1000000",
         RATE_LIMIT_ANONYMOUS="1000000",
+        EVENT_STREAM_MAX_SECONDS="0.25",
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -15,6 +15,7 @@ from collab.api.scopes import ALL_SCOPES
 from events.models import Event, EventLogState
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_api_key, make_issue
+from tests.liveserver import asgi_server, process_env, require_services
 from tests.notifications.sse_reader import STREAM, Reader
 
 # Refusals: JSON envelopes, whatever the client accepts -----------------------------------
@@ -243,3 +244,43 @@ def test_the_stream_also_runs_under_wsgi(api, world, settings):
     assert frame.startswith(b"id: %d\nevent: issue.created\ndata: " % event.pk)
     assert b'"title":"Polled"' in frame and str(issue.pk).encode() in frame
     response.close()
+
+
+def test_a_stream_with_a_lifetime_ends_and_resumes_where_it_left(api, world, settings):
+    """``EVENT_STREAM_MAX_SECONDS``: the server ends the response; the client comes back with
+    ``Last-Event-ID`` and gets what was written meanwhile."""
+    settings.EVENT_STREAM_POLL_SECONDS = 0.05
+    settings.EVENT_STREAM_MAX_SECONDS = 0.5
+    response = api.owner.get(f"{STREAM}?types=issue.created")
+    frames = iter(response.streaming_content)
+    assert next(frames) == b": connected\n\n"
+    seen = make_issue(world.project, world.owner, title="Seen")
+    started = time.monotonic()
+    rest = list(frames)  # ends by itself
+    assert time.monotonic() - started < 5
+    last = Event.objects.get(type="issue.created").pk
+    assert any(b"id: %d\n" % last in frame for frame in rest)
+    assert str(seen.pk).encode() in b"".join(rest)
+    missed = make_issue(world.project, world.owner, title="Written while away")
+    resumed = api.owner.get(f"{STREAM}?types=issue.created", HTTP_LAST_EVENT_ID=str(last))
+    body = b"".join(resumed.streaming_content)
+    assert body.count(b"event: issue.created") == 1
+    assert b'"title":"Written while away"' in body and str(missed.pk).encode() in body
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_asgi_stream_ends_at_its_lifetime(world, tmp_path):
+    require_services()
+    env = process_env(EVENT_STREAM_MAX_SECONDS="1", EVENT_STREAM_HEARTBEAT_SECONDS="0.3")
+    key = make_api_key(world.owner, ALL_SCOPES)
+    with asgi_server(env, tmp_path) as port, httpx.Client(timeout=10) as client:
+        started = time.monotonic()
+        with client.stream(
+            "GET", f"http://127.0.0.1:{port}{STREAM}", headers={"Authorization": f"Bearer {key}"}
+        ) as response:
+            lines = list(response.iter_lines())  # to the end the server puts to it
+        took = time.monotonic() - started
+    assert lines[:2] == [": connected", ""]
+    assert ": heartbeat" in lines
+    assert 0.9 < took < 5, took

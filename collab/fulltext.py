@@ -1,0 +1,446 @@
+"""Full-text search over a table's text columns, on PostgreSQL and on SQLite with one meaning.
+
+A searchable model names its text columns in ``search_fields`` with their weights: ``A`` for
+a title, ``B`` for a text (a description, a comment's body); a word in an A field counts more.
+``AddSearchDocument`` in the model's migration gives the table its search document:
+
+- PostgreSQL: a stored generated ``tsvector`` column, ``search_document`` (the ``english``
+  configuration, each field with its weight), under a GIN index. The
+  database keeps it with every write: no query is added to any write.
+- SQLite: an FTS5 table, ``<table>_fts`` (the ``porter`` stemmer over ``unicode61``), that
+  holds no copy of the text and is kept by triggers on the table, in the writing statement.
+
+A query is what people type into a search box (``parse``): words (``login``), ``"phrases"``,
+prefixes (``auth*``) and exclusions (``-flaky``, ``-"known issue"``); every term must match.
+Both databases stem English words (``fails`` finds ``failing``); PostgreSQL also drops English
+stop words (``the``, ``on``), which alone match nothing there.
+
+Expressions for querysets of a searchable model: ``Matches`` (a condition), ``Score`` (from 0
+to 1, higher is better) and ``Highlight`` (a field's text with the matched words between
+``MARK_START`` and ``MARK_END``; ``marked_html`` turns it into escaped HTML with ``<mark>``).
+A model over several searchable tables (a union view) names them in ``search_sources``:
+``{kind: (table, search_fields)}``, with its kind in ``search_kind_field``.
+"""
+
+import html
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection as default_connection
+from django.db.migrations.operations.base import Operation
+from django.db.models import BooleanField, Expression, FloatField, TextField
+from django.db.models.expressions import OrderBy
+
+CONFIG = "english"
+COLUMN = "search_document"
+FTS_SUFFIX = "_fts"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# Where a highlight starts and ends: control characters no text is shown with, turned into
+# ``<mark>`` tags after the text around them is escaped.
+MARK_START, MARK_END = "\x02", "\x03"
+# PostgreSQL's headline parser reads ``<...>`` as a tag, ``/a/b`` as a path, ``a@b.c`` as an
+# address, and marks no word inside them: these characters are swapped for control characters
+# around it, and back before escaping.
+_ANGLES = "<>/@.:&"
+_ANGLES_HIDDEN = "\x04\x05\x06\x07\x08\x0e\x0f"
+WEIGHTS = ("A", "B")
+# FTS5's bm25 column weights for them, in the ratio of PostgreSQL's ts_rank defaults (1.0, 0.4).
+_BM25_WEIGHTS = {"A": "2.5", "B": "1.0"}
+MAX_TERMS = 16
+SNIPPET_WORDS = 24
+SNIPPET_CHARS = 200
+_TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
+# A word: letters and digits. Everything else separates words, in the text (both databases
+# see the same words: PostgreSQL's parser would otherwise keep ``a@b.com`` or a URL whole and
+# drop ``<script>`` as a tag, where FTS5 splits them) and in a query.
+_WORD = re.compile(r"[^\W_]+")
+
+
+# Queries ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]  # one word, or a phrase's words in order
+    prefix: bool = False  # the last word is a prefix (``auth*``)
+    excluded: bool = False  # ``-term``: rows with it are left out
+
+
+@dataclass(frozen=True)
+class Query:
+    terms: tuple[Term, ...]
+
+    @property
+    def required(self) -> tuple[Term, ...]:
+        return tuple(term for term in self.terms if not term.excluded)
+
+    @property
+    def excluded(self) -> tuple[Term, ...]:
+        return tuple(term for term in self.terms if term.excluded)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+
+def parse(text: str) -> Query:
+    """The terms of a search box's text. Punctuation separates words (``log-in`` is the phrase
+    ``"log in"``); a term with no word in it is dropped; past ``MAX_TERMS`` terms the rest are
+    ignored."""
+    terms: list[Term] = []
+    for match in _TERM.finditer(text):
+        minus, phrase, bare = match.groups()
+        raw = phrase if phrase is not None else bare
+        words = tuple(word.lower() for word in _WORD.findall(raw))
+        if not words:
+            continue
+        prefix = phrase is None and raw.endswith("*")
+        terms.append(Term(words=words, prefix=prefix, excluded=bool(minus)))
+        if len(terms) == MAX_TERMS:
+            break
+    return Query(tuple(terms))
+
+
+def _tsquery(query: Query) -> tuple[str, list[Any]]:
+    """PostgreSQL: the query as one ``tsquery`` expression, with its parameters."""
+    parts, params = [], []
+    for term in query.terms:
+        if term.prefix:
+            *head, last = term.words
+            # Only word characters are quoted: nothing in them can end the quoted lexeme.
+            lexemes = [f"'{word}'" for word in head] + [f"'{last}':*"]
+            sql = f"to_tsquery('{CONFIG}', %s)"
+            params.append(" <-> ".join(lexemes))
+        elif len(term.words) > 1:
+            sql = f"phraseto_tsquery('{CONFIG}', %s)"
+            params.append(" ".join(term.words))
+        else:
+            sql = f"plainto_tsquery('{CONFIG}', %s)"
+            params.append(term.words[0])
+        parts.append(f"!!{sql}" if term.excluded else sql)
+    return "(" + " && ".join(parts) + ")", params
+
+
+def _fts_terms(terms: tuple[Term, ...]) -> list[str]:
+    """SQLite: terms as FTS5 query strings, each a quoted phrase (a prefix marked ``*``)."""
+    return [f'"{" ".join(term.words)}"' + ("*" if term.prefix else "") for term in terms]
+
+
+def _fts_match(query: Query) -> str:
+    """SQLite: the FTS5 MATCH string of the required terms, exclusions as ``NOT``. Every word
+    is quoted (only word characters in it), so nothing a user types is FTS5 syntax."""
+    required = " AND ".join(_fts_terms(query.required))
+    for excluded in _fts_terms(query.excluded):
+        required += f" NOT {excluded}"
+    return required
+
+
+# Expressions --------------------------------------------------------------------------------
+
+
+def _sources(model) -> dict[str, tuple[str, dict[str, str]]]:
+    sources = getattr(model, "search_sources", None)
+    if sources:
+        return sources
+    return {"": (model._meta.db_table, dict(model.search_fields))}
+
+
+class _SearchExpression(Expression):
+    """An expression over the base table of the query it is compiled in (its own alias there,
+    so it holds in subqueries too)."""
+
+    def __init__(self, query: Query, output_field):
+        super().__init__(output_field=output_field)
+        self.query = query
+
+    def __repr__(self) -> str:  # what a cursor's fingerprint reads: the query, not the object
+        return f"{self.__class__.__name__}({self.query!r})"
+
+    def _table(self, compiler) -> str:
+        return compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
+
+    def _column(self, compiler, name: str) -> str:
+        return f"{self._table(compiler)}.{compiler.connection.ops.quote_name(name)}"
+
+    def _per_source(self, compiler, build) -> tuple[str, list[Any]]:
+        """SQLite: ``build(fts_table, fields, id_sql)`` for the table, or for each table of a
+        union view, chosen by the row's kind."""
+        model = compiler.query.model
+        sources = _sources(model)
+        if "" in sources:
+            table, fields = sources[""]
+            return build(table + FTS_SUFFIX, fields, self._column(compiler, model._meta.pk.column))
+        kind = self._column(compiler, model.search_kind_field)
+        object_id = self._column(compiler, model.search_object_field)
+        cases, params = [], []
+        for name, (table, fields) in sources.items():
+            sql, more = build(table + FTS_SUFFIX, fields, object_id)
+            cases.append(f"WHEN %s THEN {sql}")
+            params += [name, *more]
+        return f"(CASE {kind} {' '.join(cases)} END)", params
+
+    def as_sql(self, compiler, connection):  # pragma: no cover - every vendor is named
+        raise NotImplementedError(f"Full-text search is not available on {connection.vendor}.")
+
+
+class Matches(_SearchExpression):
+    """Rows whose document matches the query: a condition for ``filter()``."""
+
+    conditional = True
+
+    def __init__(self, query: Query):
+        super().__init__(query, BooleanField())
+
+    def as_postgresql(self, compiler, connection):
+        sql, params = _tsquery(self.query)
+        return f"{self._column(compiler, COLUMN)} @@ {sql}", params
+
+    def as_sqlite(self, compiler, connection):
+        if not self.query.required:
+            # Exclusions alone: every row but those with any of them.
+            match = " OR ".join(_fts_terms(self.query.excluded))
+            negate = "NOT "
+        else:
+            match, negate = _fts_match(self.query), ""
+
+        def build(fts, fields, id_sql):
+            return f"{id_sql} {negate}IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)", [match]
+
+        return self._per_source(compiler, build)
+
+
+class Score(_SearchExpression):
+    """How well a matching row matches, from 0 to 1 (higher is better; a title's words weigh
+    more than a description's). Only meaningful on rows ``Matches`` kept."""
+
+    def __init__(self, query: Query):
+        super().__init__(query, FloatField())
+
+    def as_postgresql(self, compiler, connection):
+        sql, params = _tsquery(self.query)
+        # Normalisation 32: rank / (rank + 1), into [0, 1).
+        return f"ts_rank({self._column(compiler, COLUMN)}, {sql}, 32)::float8", params
+
+    def as_sqlite(self, compiler, connection):
+        if not self.query.required:
+            return "0.0", []
+        match = _fts_match(self.query)
+
+        def build(fts, fields, id_sql):
+            weights = ", ".join(_BM25_WEIGHTS[weight] for weight in fields.values())
+            # bm25 is negative, lower is better: turned into s / (s + 1) as on PostgreSQL.
+            best = f"(-bm25({fts}, {weights}))"
+            sql = (
+                f"(SELECT {best} / ({best} + 1.0) FROM {fts} "
+                f"WHERE {fts} MATCH %s AND rowid = {id_sql})"
+            )
+            return sql, [match]
+
+        sql, params = self._per_source(compiler, build)
+        return f"COALESCE({sql}, 0.0)", params
+
+
+class Highlight(_SearchExpression):
+    """The text of ``field`` with the query's words marked. ``snippet``: a text longer than
+    ``SNIPPET_CHARS`` is cut to its best passages (about ``SNIPPET_WORDS`` words, fragments
+    joined with " … "); a shorter one is shown whole."""
+
+    def __init__(self, query: Query, field: str, *, snippet: bool = False):
+        super().__init__(query, TextField())
+        self.text_field, self.snippet = field, snippet
+
+    def _text(self, compiler) -> str:
+        return f"COALESCE({self._column(compiler, self.text_field)}, '')"
+
+    def _whole_or_passages(self, text: str, whole: str, passages: str) -> str:
+        if not self.snippet:
+            return whole
+        return f"(CASE WHEN LENGTH({text}) <= {SNIPPET_CHARS} THEN {whole} ELSE {passages} END)"
+
+    def as_postgresql(self, compiler, connection):
+        text = self._text(compiler)
+        if not self.query.required:
+            return text, []
+        sql, params = _tsquery(Query(self.query.required))
+        marks = f"StartSel={MARK_START}, StopSel={MARK_END}, "
+        passages = (
+            f"MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2}, MaxFragments=2, "
+            'FragmentDelimiter=" … "'
+        )
+        headline = f"ts_headline('{CONFIG}', translate({text}, %s, %s), {sql}, %s)"
+        hidden = [_ANGLES, _ANGLES_HIDDEN, *params]
+        if not self.snippet:
+            return headline, [*hidden, marks + "HighlightAll=true"]
+        return (
+            self._whole_or_passages(text, headline, headline),
+            [*hidden, marks + "HighlightAll=true", *hidden, marks + passages],
+        )
+
+    def as_sqlite(self, compiler, connection):
+        text = self._text(compiler)
+        if not self.query.required:
+            return text, []
+        match = _fts_match(self.query)
+        field = self.text_field
+
+        def build(fts, fields, id_sql):
+            names = list(fields)
+            index = names.index(field) if field in names else len(names) - 1
+            whole = f"highlight({fts}, {index}, '{MARK_START}', '{MARK_END}')"
+            passages = (
+                f"snippet({fts}, {index}, '{MARK_START}', '{MARK_END}', ' … ', {SNIPPET_WORDS})"
+            )
+            marked = self._whole_or_passages(text, whole, passages)
+            sql = f"(SELECT {marked} FROM {fts} WHERE {fts} MATCH %s AND rowid = {id_sql})"
+            return sql, [match]
+
+        sql, params = self._per_source(compiler, build)
+        return f"COALESCE({sql}, {text})", params
+
+
+def search(queryset, text: str):
+    """``queryset`` narrowed to the rows matching ``text`` (none when it holds no word)."""
+    query = parse(text)
+    if not query:  # nothing a word could match: punctuation alone
+        return queryset.none()
+    return queryset.filter(Matches(query))
+
+
+def best_first(text: str) -> OrderBy | None:
+    """The ordering term "best match of ``text`` first"; None when it holds no word."""
+    query = parse(text)
+    return OrderBy(Score(query), descending=True) if query else None
+
+
+def marked_html(text: str | None) -> str:
+    """A highlighted text as HTML: everything escaped, the marks as ``<mark>`` tags."""
+    text = (text or "").translate(str.maketrans(_ANGLES_HIDDEN, _ANGLES))
+    escaped = html.escape(text, quote=False)
+    return escaped.replace(MARK_START, "<mark>").replace(MARK_END, "</mark>")
+
+
+# Migrations ---------------------------------------------------------------------------------
+
+
+def _document_sql(columns: dict[str, str], quote) -> str:
+    parts = [
+        f"setweight(to_tsvector('{CONFIG}'::regconfig, "
+        f"regexp_replace(COALESCE({quote(column)}, ''), '[^[:alnum:]]+', ' ', 'g')), "
+        f"'{weight}')"
+        for column, weight in columns.items()
+    ]
+    return " || ".join(parts)
+
+
+def sqlite_statements(table: str, columns: list[str], pk: str, quote) -> list[str]:
+    """SQLite: the FTS5 table over ``table`` and the triggers that keep it, idempotent."""
+    fts = quote(table + FTS_SUFFIX)
+    names = ", ".join(quote(column) for column in columns)
+    new = ", ".join(f"new.{quote(column)}" for column in columns)
+    old = ", ".join(f"old.{quote(column)}" for column in columns)
+    delete = f"INSERT INTO {fts} ({fts}, rowid, {names}) VALUES ('delete', old.{quote(pk)}, {old});"
+    insert = f"INSERT INTO {fts} (rowid, {names}) VALUES (new.{quote(pk)}, {new});"
+    trigger = quote(table + FTS_SUFFIX + "_{}")
+    table_q = quote(table)
+    return [
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5({names}, content={table_q}, "
+        f"content_rowid={quote(pk)}, tokenize='{TOKENIZER}')",
+        f"CREATE TRIGGER IF NOT EXISTS {trigger.format('insert')} AFTER INSERT ON {table_q} "
+        f"BEGIN {insert} END",
+        f"CREATE TRIGGER IF NOT EXISTS {trigger.format('delete')} AFTER DELETE ON {table_q} "
+        f"BEGIN {delete} END",
+        f"CREATE TRIGGER IF NOT EXISTS {trigger.format('update')} AFTER UPDATE OF {names} "
+        f"ON {table_q} BEGIN {delete} {insert} END",
+    ]
+
+
+def sqlite_triggers(table: str) -> list[str]:
+    return [f"{table}{FTS_SUFFIX}_{event}" for event in ("insert", "delete", "update")]
+
+
+def sqlite_ensure(connection, table: str, columns: list[str], pk: str) -> bool:
+    """SQLite: (re)create the FTS table and triggers of ``table`` where any is missing (a
+    migration that rebuilt the table drops its triggers), rebuilding the index then. Whether
+    anything was missing."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM sqlite_master WHERE tbl_name = %s AND type = 'trigger'", [table]
+        )
+        present = {row[0] for row in cursor.fetchall()}
+        if set(sqlite_triggers(table)) <= present:
+            return False
+        for statement in sqlite_statements(table, columns, pk, connection.ops.quote_name):
+            cursor.execute(statement)
+        fts = connection.ops.quote_name(table + FTS_SUFFIX)
+        cursor.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")
+    return True
+
+
+class AddSearchDocument(Operation):
+    """Gives a model's table its search document (see the module's text); reversible."""
+
+    reduces_to_sql = False
+    reversible = True
+
+    def __init__(self, model_name: str, fields: dict[str, str]):
+        if not fields or not set(fields.values()) <= set(WEIGHTS):
+            raise ValueError(f"Search fields need a weight of {WEIGHTS}: {fields!r}")
+        self.model_name, self.fields = model_name, dict(fields)
+
+    def deconstruct(self):
+        return self.__class__.__name__, [self.model_name, self.fields], {}
+
+    def state_forwards(self, app_label, state):
+        pass  # the models do not know the column: nothing Django writes or reads by name
+
+    def describe(self):
+        return f"Add a search document to {self.model_name} over {', '.join(self.fields)}"
+
+    def _model(self, app_label, state):
+        model = state.apps.get_model(app_label, self.model_name)
+        columns = {model._meta.get_field(name).column: w for name, w in self.fields.items()}
+        return model._meta.db_table, columns, model._meta.pk.column
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        table, columns, pk = self._model(app_label, to_state)
+        quote = schema_editor.quote_name
+        vendor = schema_editor.connection.vendor
+        if vendor == "postgresql":
+            schema_editor.execute(
+                f"ALTER TABLE {quote(table)} ADD COLUMN {quote(COLUMN)} tsvector "
+                f"GENERATED ALWAYS AS ({_document_sql(columns, quote)}) STORED"
+            )
+            schema_editor.execute(
+                f"CREATE INDEX {quote(table + '_search')} ON {quote(table)} "
+                f"USING gin ({quote(COLUMN)})"
+            )
+        elif vendor == "sqlite":
+            sqlite_ensure(schema_editor.connection, table, list(columns), pk)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        table, columns, pk = self._model(app_label, from_state)
+        quote = schema_editor.quote_name
+        vendor = schema_editor.connection.vendor
+        if vendor == "postgresql":
+            schema_editor.execute(f"ALTER TABLE {quote(table)} DROP COLUMN {quote(COLUMN)}")
+        elif vendor == "sqlite":
+            for trigger in sqlite_triggers(table):
+                schema_editor.execute(f"DROP TRIGGER IF EXISTS {quote(trigger)}")
+            schema_editor.execute(f"DROP TABLE IF EXISTS {quote(table + FTS_SUFFIX)}")
+
+
+def ensure_sqlite_documents(models, *, using=None) -> list[str]:
+    """After migrations on SQLite: the tables of ``models`` whose FTS triggers had to be made
+    again (a later migration that rebuilt a table drops them), their index rebuilt."""
+    from django.db import connections
+
+    connection = connections[using] if using else default_connection
+    if connection.vendor != "sqlite":
+        return []
+    repaired = []
+    for model in models:
+        table = model._meta.db_table
+        columns = [model._meta.get_field(name).column for name in model.search_fields]
+        if sqlite_ensure(connection, table, columns, model._meta.pk.column):
+            repaired.append(table)
+    return repaired

@@ -1,0 +1,9 @@
+from django.db import migrations
+
+from collab.fulltext import AddSearchDocument
+
+
+class Migration(migrations.Migration):
+    dependencies = [("comments", "0001_initial")]
+
+    operations = [AddSearchDocument("comment", {"body": "B"})]

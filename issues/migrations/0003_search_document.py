@@ -1,0 +1,9 @@
+from django.db import migrations
+
+from collab.fulltext import AddSearchDocument
+
+
+class Migration(migrations.Migration):
+    dependencies = [("issues", "0002_comment_count")]
+
+    operations = [AddSearchDocument("issue", {"title": "A", "description": "B"})]

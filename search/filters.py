@@ -1,0 +1,40 @@
+"""The query parameters of ``/v1/search``."""
+
+from django_filters import rest_framework as filters
+
+from collab import fulltext
+from collab.api.filters import CachedFormFilterSet, IdFilter
+from issues.filters import SortFilter
+
+from .models import HitType, SearchHit
+
+
+class TypeInFilter(filters.BaseInFilter, filters.ChoiceFilter):
+    """One kind or several, comma-separated (``type=issue,comment``)."""
+
+
+class SearchFilter(CachedFormFilterSet):
+    q = filters.CharFilter(
+        method="filter_text",
+        required=True,
+        help_text='What to find: words (`login`), `"phrases"`, prefixes (`auth*`) and '
+        "exclusions (`-flaky`); every term must match, and English words match their other "
+        "forms (`fails` finds `failing`). Required.",
+    )
+    type = TypeInFilter(
+        choices=HitType.choices,
+        help_text="Only these kinds, comma-separated: `issue`, `pull_request`, `comment`.",
+    )
+    project_id = IdFilter(field_name="project_id", help_text="Only this project's.")
+    sort = SortFilter(
+        fields=(("created_at", "created_at"),),
+        relevance_first=True,
+        help_text="`relevance` (default: best match first), `created_at`, `-created_at`.",
+    )
+
+    class Meta:
+        model = SearchHit
+        fields: list[str] = []
+
+    def filter_text(self, queryset, name, value):
+        return fulltext.search(queryset, value)

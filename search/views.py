@@ -1,0 +1,38 @@
+from drf_spectacular.utils import extend_schema
+
+from collab.api.exceptions import BadRequest
+from collab.api.permissions import has_scope, require_scope
+from collab.api.viewsets import ApiViewSet
+
+from . import selectors
+from .filters import SearchFilter
+from .models import SearchHit
+from .serializers import SearchHitSerializer
+
+
+class SearchViewSet(ApiViewSet):
+    """``/v1/search``: issues, pull requests and comments, across every visible project."""
+
+    queryset = SearchHit.objects.none()
+    filterset_class = SearchFilter
+
+    def readable_scopes(self) -> list[str]:
+        """The read scopes of the credential among those hits need; 403 if none."""
+        scopes = [scope for scope in selectors.READ_SCOPES if has_scope(self.request, scope)]
+        if not scopes:
+            require_scope(self.request, "issues:read")
+        return scopes
+
+    @extend_schema(responses={200: SearchHitSerializer(many=True)})
+    def list(self, request):
+        """Ranked, best match first: every term must match the title or the text. A key sees
+        the kinds its scopes read (`issues:read`: issues and their comments;
+        `projects:read`: pull requests and theirs)."""
+        scopes = self.readable_scopes()
+        text = request.query_params.get("q", "")
+        if not text.strip():
+            message = "Say what to search for."
+            raise BadRequest("'q' is required.", details={"q": [message]})
+        hits = self.filter_queryset(selectors.search_hits(user=request.user, scopes=scopes))
+        page = self.paginate_queryset(selectors.hit_values(hits, text=text)) or []
+        return self.get_paginated_response([selectors.search_hit_record(row) for row in page])

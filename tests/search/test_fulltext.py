@@ -1,0 +1,158 @@
+"""Full-text ``q`` on the issue lists: the query language, relevance, highlights, and the same
+answers on the embedded default (SQLite FTS5) as on PostgreSQL."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from collab import fulltext
+from tests.conftest import assert_error, assert_ok
+from tests.factories import make_issue
+from tests.liveserver import ROOT
+
+from .corpus import QUERIES, TITLES, found, make_corpus
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(world):
+    return make_corpus(world.project, world.owner)
+
+
+def listed(api, params):
+    return assert_ok(api.owner.get(f"/v1/projects/{api.project.pk}/issues", params))
+
+
+@pytest.fixture
+def api(api, world):
+    api.project = world.project
+    return api
+
+
+def test_parse_reads_words_phrases_prefixes_and_exclusions():
+    query = fulltext.parse('Login "known  issue" auth* -flaky -"time out" log-in !!! ""')
+    assert [(t.words, t.prefix, t.excluded) for t in query.terms] == [
+        (("login",), False, False),
+        (("known", "issue"), False, False),
+        (("auth",), True, False),
+        (("flaky",), False, True),
+        (("time", "out"), False, True),
+        (("log", "in"), False, False),
+    ]
+    assert not fulltext.parse('!!! -- * ""')
+    assert len(fulltext.parse(" ".join(f"w{n}" for n in range(40))).terms) == fulltext.MAX_TERMS
+
+
+@pytest.mark.parametrize("text", sorted(QUERIES))
+def test_each_query_finds_what_it_should(api, corpus, text):
+    body = listed(api, {"q": text, "per_page": 100})
+    assert found(corpus, body["data"]) == QUERIES[text]
+    assert body["meta"]["total"] == len(QUERIES[text])
+
+
+def test_a_query_of_punctuation_alone_finds_nothing_and_an_empty_one_filters_nothing(api, corpus):
+    assert listed(api, {"q": "!!!"})["meta"]["total"] == 0
+    assert listed(api, {"q": ""})["meta"]["total"] == len(TITLES)
+
+
+def test_q_combines_with_the_other_filters(api, world, corpus):
+    api.owner.patch(f"/v1/issues/{corpus['failing']}", {"status": "closed"}, format="json")
+    assert found(corpus, listed(api, {"q": "fails", "status": "closed"})["data"]) == {"failing"}
+    assert found(corpus, listed(api, {"q": "fails", "status": "open"})["data"]) == {
+        "login",
+        "flaky",
+    }
+    everywhere = assert_ok(api.owner.get("/v1/issues", {"q": "fails -invoice"}))
+    assert found(corpus, everywhere["data"]) == {"login", "failing"}
+
+
+def test_the_document_follows_edits_and_deletes(api, corpus):
+    issue = corpus["authors"]
+    api.owner.patch(f"/v1/issues/{issue}", {"title": "Profile page is fast"}, format="json")
+    assert found(corpus, listed(api, {"q": "profile"})["data"]) == {"authors"}
+    assert found(corpus, listed(api, {"q": "slow"})["data"]) == set()
+    api.owner.delete(f"/v1/issues/{issue}")
+    assert listed(api, {"q": "profile"})["meta"]["total"] == 0
+
+
+def test_relevance_puts_a_title_match_before_a_description_match(api, world, corpus):
+    make_issue(world.project, world.owner, title="Charts", description="Nothing else here.")
+    body = listed(api, {"q": "charts", "sort": "relevance"})
+    titles = [row["title"] for row in body["data"]]
+    assert titles == ["Charts", TITLES["emoji"][0]]
+    # Without q, relevance is the default order (newest first).
+    plain = listed(api, {"sort": "relevance", "per_page": 100})["data"]
+    assert [row["id"] for row in plain] == sorted((row["id"] for row in plain), reverse=True)
+
+
+def test_relevance_walks_by_cursor_as_by_page(api, world, corpus):
+    for n in range(7):
+        make_issue(world.project, world.owner, title=f"Charts {n}", description="charts " * n)
+    params = {"q": "charts", "sort": "relevance", "per_page": 3}
+    by_page = [
+        row["id"] for page in (1, 2, 3) for row in listed(api, {**params, "page": page})["data"]
+    ]
+    by_cursor, cursor = [], None
+    while True:
+        body = listed(api, {**params, **({"cursor": cursor} if cursor else {})})
+        by_cursor += [row["id"] for row in body["data"]]
+        cursor = body["meta"]["next_cursor"]
+        if not cursor:
+            break
+    assert by_cursor == by_page and len(by_page) == 8
+
+
+def test_highlights_mark_the_words_and_escape_the_rest(api, corpus):
+    body = listed(api, {"q": "script escaping", "highlight": "true"})
+    [row] = body["data"]
+    assert row["highlights"] == {
+        "title": "&lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt; in the title",
+        "description": "<mark>Escaping</mark> is needed &amp; expected.",
+    }
+    assert row["title"] == TITLES["markup"][0]  # the record itself is unchanged
+    # Without q there is nothing to mark; without highlight=true there is no key.
+    assert all(r["highlights"] is None for r in listed(api, {"highlight": "true"})["data"])
+    assert "highlights" not in listed(api, {"q": "script"})["data"][0]
+
+
+def test_bad_highlight_and_sort_values_answer_400(api, corpus):
+    for params in ({"highlight": "maybe"}, {"highlight": ""}, {"sort": "-relevance"}):
+        error = assert_error(
+            api.owner.get(f"/v1/projects/{api.project.pk}/issues", params), 400, "BAD_REQUEST"
+        )
+        assert set(error["details"]) == set(params)
+
+
+def test_the_embedded_default_finds_the_same(tmp_path):
+    """SQLite FTS5 under ./run answers every query of the corpus as PostgreSQL does."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL") and not key.startswith("PYTEST")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="collab.settings.local",
+        COLLAB_DATA_DIR=str(tmp_path),
+        PYTHONPATH=str(ROOT),
+    )
+    run = [sys.executable, "manage.py"]
+    subprocess.run([*run, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)  # noqa: S603
+    script = (
+        "import django, json; django.setup(); "
+        "from tests.search.corpus import run_everywhere; print(json.dumps(run_everywhere()))"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {query: set(keys) for query, keys in answers.items()} == QUERIES

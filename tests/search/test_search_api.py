@@ -1,0 +1,177 @@
+"""``GET /v1/search``: issues, pull requests and comments in one ranked list, each read as
+its own list is (the projects the caller sees, the scopes of its credential)."""
+
+import pytest
+
+from comments.models import Comment
+from comments.services import comment_create, comment_delete
+from tests.conftest import assert_error, assert_ok, client_for
+from tests.factories import PullRequestFactory, RepositoryFactory, make_issue
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def found(world):
+    """One of each kind that mentions "checkout", and a secret one in another workspace."""
+    issue = make_issue(
+        world.project,
+        world.owner,
+        title="Checkout times out",
+        description="The <b>payment</b> step hangs after a while.",
+    )
+    other = make_issue(world.project, world.owner, title="Unrelated", description="Nothing.")
+    repo = RepositoryFactory(project=world.project)
+    pull = PullRequestFactory(
+        repository=repo, title="Faster checks", description="Caches the checkout session."
+    )
+    on_issue = comment_create(parent=other, actor=world.owner, body="Also breaks checkout.")
+    on_pull = comment_create(parent=pull, actor=world.developer, body="LGTM, checkout is fine.")
+    secret = make_issue(world.other_project, world.outsider, title="Checkout secret plan")
+    return {
+        "issue": issue,
+        "other": other,
+        "pull": pull,
+        "on_issue": on_issue,
+        "on_pull": on_pull,
+        "secret": secret,
+    }
+
+
+def search(client, **params):
+    return assert_ok(client.get("/v1/search", params))
+
+
+def kinds(body):
+    return sorted((hit["type"], hit["id"]) for hit in body["data"])
+
+
+def test_every_kind_is_found_with_its_parents_and_project(api, world, found):
+    body = search(api.owner, q="checkout")
+    assert kinds(body) == sorted(
+        [
+            ("issue", found["issue"].pk),
+            ("pull_request", found["pull"].pk),
+            ("comment", found["on_issue"]["id"]),
+            ("comment", found["on_pull"]["id"]),
+        ]
+    )
+    assert body["meta"]["total"] == 4
+    by_kind = {(hit["type"], hit["id"]): hit for hit in body["data"]}
+    issue = by_kind[("issue", found["issue"].pk)]
+    assert issue["project_id"] == world.project.pk
+    assert (issue["issue_id"], issue["pull_request_id"]) == (found["issue"].pk, None)
+    assert issue["title"] == "Checkout times out"
+    assert 0 < issue["score"] < 1
+    pull = by_kind[("pull_request", found["pull"].pk)]
+    assert (pull["issue_id"], pull["pull_request_id"]) == (None, found["pull"].pk)
+    assert pull["snippet"] == "Caches the <mark>checkout</mark> session."
+    comment = by_kind[("comment", found["on_pull"]["id"])]
+    assert comment["title"] == "Faster checks"  # its parent's
+    assert (comment["issue_id"], comment["pull_request_id"]) == (None, found["pull"].pk)
+
+
+def test_best_match_first_a_title_weighs_more_than_a_body(api, found):
+    body = search(api.owner, q="checkout")
+    assert body["data"][0]["type"] == "issue"  # the only one with the word in its title
+    scores = [hit["score"] for hit in body["data"]]
+    assert scores == sorted(scores, reverse=True)
+    oldest_first = search(api.owner, q="checkout", sort="created_at")
+    assert [hit["id"] for hit in oldest_first["data"]][0] == found["issue"].pk
+
+
+def test_a_snippet_is_escaped_html_with_the_matches_marked(api, found):
+    hit = search(api.owner, q="payment", type="issue")["data"][0]
+    assert hit["snippet"] == "The &lt;b&gt;<mark>payment</mark>&lt;/b&gt; step hangs after a while."
+
+
+def test_type_and_project_id_narrow_it(api, world, found):
+    assert kinds(search(api.owner, q="checkout", type="comment")) == sorted(
+        [("comment", found["on_issue"]["id"]), ("comment", found["on_pull"]["id"])]
+    )
+    both = search(api.owner, q="checkout", type="issue,pull_request")
+    assert kinds(both) == sorted([("issue", found["issue"].pk), ("pull_request", found["pull"].pk)])
+    assert search(api.owner, q="checkout", project_id=world.project.pk)["meta"]["total"] == 4
+    assert search(api.owner, q="checkout", project_id=world.other_project.pk)["data"] == []
+
+
+def test_nobody_finds_what_they_cannot_see(api, world, found):
+    assert kinds(search(api.outsider, q="checkout")) == [("issue", found["secret"].pk)]
+    assert search(api.admin, q="secret")["data"] == []  # a workspace admin of another one
+
+
+def test_the_scopes_decide_the_kinds(world, found):
+    issues_only = search(client_for(world.owner, ["issues:read"]), q="checkout")
+    assert kinds(issues_only) == sorted(
+        [("issue", found["issue"].pk), ("comment", found["on_issue"]["id"])]
+    )
+    projects_only = search(client_for(world.owner, ["projects:read"]), q="checkout")
+    assert kinds(projects_only) == sorted(
+        [("pull_request", found["pull"].pk), ("comment", found["on_pull"]["id"])]
+    )
+    neither = client_for(world.owner, ["webhooks:read"]).get("/v1/search", {"q": "checkout"})
+    assert assert_error(neither, 403, "FORBIDDEN")["details"]["required_scope"] == "issues:read"
+
+
+def test_edits_and_deletes_are_found_at_once(api, world, found):
+    api.owner.patch(f"/v1/issues/{found['issue'].pk}", {"title": "Basket slow"}, format="json")
+    comment_delete(comment=Comment.objects.get(pk=found["on_issue"]["id"]), actor=world.owner)
+    remaining = kinds(search(api.owner, q="checkout"))
+    assert ("comment", found["on_issue"]["id"]) not in remaining
+    assert ("issue", found["issue"].pk) not in remaining
+    assert kinds(search(api.owner, q="basket")) == [("issue", found["issue"].pk)]
+
+
+@pytest.mark.parametrize("params", [{}, {"q": ""}, {"q": "   "}])
+def test_q_is_required(api, found, params):
+    error = assert_error(api.owner.get("/v1/search", params), 400, "BAD_REQUEST")
+    assert "q" in error["details"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "x", "type": "wiki"},
+        {"q": "x", "project_id": "abc"},
+        {"q": "x", "sort": "title"},
+        {"q": "x", "per_page": "0"},
+    ],
+)
+def test_bad_filters_are_400s(api, found, params):
+    assert_error(api.owner.get("/v1/search", params), 400, "BAD_REQUEST")
+
+
+def test_anonymous_is_401(api, found):
+    assert_error(api.anonymous.get("/v1/search", {"q": "checkout"}), 401, "UNAUTHORIZED")
+
+
+def test_punctuation_alone_finds_nothing(api, found):
+    assert search(api.owner, q="!!! ***")["data"] == []
+
+
+def test_a_cursor_walks_the_ranking_without_repeats(api, world, found):
+    for n in range(7):
+        make_issue(world.project, world.owner, title=f"checkout {'checkout ' * n}case {n}")
+    pages, params = [], {"q": "checkout", "per_page": 3}
+    while True:
+        body = search(api.owner, **params)
+        pages.append([(hit["type"], hit["id"]) for hit in body["data"]])
+        if not body["meta"]["next_cursor"]:
+            break
+        params["cursor"] = body["meta"]["next_cursor"]
+    walked = [hit for page in pages for hit in page]
+    ranked = search(api.owner, q="checkout", per_page=100)
+    assert walked == [(hit["type"], hit["id"]) for hit in ranked["data"]]
+    assert len(walked) == len(set(walked)) == 11
+
+
+def test_the_answer_takes_a_fixed_number_of_queries(
+    api, world, found, django_assert_max_num_queries
+):
+    for n in range(10):
+        make_issue(world.project, world.owner, title=f"checkout {n}")
+    search(api.owner, q="warm")  # a key's first call records its use: kept out of the count
+    # The key, the caller's workspaces, the count and the page, however many hits.
+    with django_assert_max_num_queries(4):
+        body = search(api.owner, q="checkout", per_page=50)
+    assert body["meta"]["total"] == 14
