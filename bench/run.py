@@ -30,6 +30,8 @@ per endpoint in this process, through Django's test client):
   writes go to a project of their own, "Bench writes", so the measured sizes stay put), the
   writes against bare views doing their essential writes (bench/views.py); creates from 8
   clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
+- every documented filter of the issue list (``FILTERS``), alone and with ``status=open``,
+  on both sizes, and ``GET /v1/search`` over the big project;
 - ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
 - webhook delivery to ten receivers on 127.0.0.1 and a dead one (it takes connections and
   never answers): an issue created over HTTP to its signed deliveries (p50, p99), a burst for
@@ -42,12 +44,13 @@ per endpoint in this process, through Django's test client):
 Every request figure is also given as a ratio to the bare baseline on the 10,000-issue project,
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
 ``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>
-create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n> stream_p99_ms=<n>``:
-the list's throughput against the baseline's, what the list and the metrics cost on the big
+create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n> stream_p99_ms=<n>
+filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's throughput against the baseline's, what the list and the metrics cost on the big
 project against the small one (time per request, 1.00 = the same), creates against the list's
 baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
 per second through bulk requests of 100, webhook deliveries per second of one worker process,
-and the stream's write-to-frame p99.
+the stream's write-to-frame p99, the worst of the filters' costs on the big project against
+the small one (and which filter it is), and ``/v1/search`` requests per second on the big one.
 Stops every process it started and revokes its API key.
 """
 
@@ -66,7 +69,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,6 +99,18 @@ DEEP_PAGE = 1000  # the deep page measured, by number and by cursor
 BULK_ITEMS = 100
 # The comment threads measured side by side: a page of a long one costs what a short one does.
 THREAD_LENGTHS = (10, 10_000)
+# Each documented filter of the issue lists, measured alone and with status=open on both sizes
+# (the seeded data spreads every value over the year: each matches a fixed share of issues).
+FILTERS = {
+    "type": "type=bug",
+    "priority": "priority=critical",
+    "assignee": "assignee=me",
+    "labels": "labels=backend",
+    "q": "q=emoji",
+    "created_after": f"created_after={(datetime.now(UTC) - timedelta(days=30)):%Y-%m-%d}",
+    "updated_after": f"updated_after={(datetime.now(UTC) - timedelta(days=30)):%Y-%m-%d}",
+}
+SEARCH_QUERY = "emoji"
 HEALTHY_RECEIVERS = 10
 WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
@@ -334,6 +349,13 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
             cases.append(case(bare, [path], baseline=None, auth=False))
             path = f"/v1/projects/{project['id']}/issues?{query}{paging}"
             cases.append(case(f"list {size} p{page}", [path], baseline=bare))
+    for size, project in projects.items():
+        for name, query in FILTERS.items():
+            for status in ("", "status=open&"):
+                path = f"/v1/projects/{project['id']}/issues?{status}{query}&per_page=50"
+                cases.append(case(f"filter {name}{' +status' if status else ''} {size}", [path]))
+    search = f"/v1/search?q={SEARCH_QUERY}&project_id={projects['large']['id']}&per_page=20"
+    cases.append(case("search large", [search]))
     deep = projects["large"]["deep"]
     cases.append(case("deep large by offset", [deep["offset"]]))
     cases.append(case("deep large by cursor", [deep["cursor"]]))
@@ -860,6 +882,10 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "metrics1M/metrics10k": cost("metrics large", "metrics small"),
         "dashboard1M/dashboard10k": cost("dashboard large", "dashboard small"),
         "list1M_p20/list10k_p20": cost("list large p20", "list small p20"),
+        **{
+            f"filter {name}": cost(f"filter {name} large", f"filter {name} small")
+            for name in [*FILTERS, *(f"{name} +status" for name in FILTERS)]
+        },
         "thread10k/thread10": cost(
             f"thread {THREAD_LENGTHS[-1]} p1", f"thread {THREAD_LENGTHS[0]} p1"
         ),
@@ -890,7 +916,11 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "bulk_create/s": round(bulk["issues_per_second"]),
         "webhooks/s": round(hooks["deliveries_per_second_per_worker"]),
         "stream_p99_ms": round(stream["p99_ms"]),
+        "search1M": round(by_name["search large"]["load"]["requests_per_second"], 1),
     }
+    filter_costs = {name: value for name, value in ratios.items() if name.startswith("filter ")}
+    worst_filter = max(filter_costs, key=filter_costs.__getitem__)
+    ratios["filters1M/filters10k"] = filter_costs[worst_filter]
     print()
     header = (
         f"{'measurement':<28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'queries':>7} {'/bare':>6}"
@@ -966,7 +996,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"patch/bare_patch={ratios['patch/bare_patch']:.2f} "
         f"bulk_create/s={figures['bulk_create/s']} "
         f"webhooks/s={figures['webhooks/s']} "
-        f"stream_p99_ms={figures['stream_p99_ms']}"
+        f"stream_p99_ms={figures['stream_p99_ms']} "
+        f"filters1M/filters10k={ratios['filters1M/filters10k']:.2f} ({worst_filter[7:]}) "
+        f"search1M={figures['search1M']:.1f}"
     )
 
 
