@@ -394,6 +394,12 @@ def project_seed(issues: int) -> dict:
         )
         seconds = round(time.perf_counter() - began, 1)
         project = find()
+        # Fresh statistics for the planner, as autovacuum would gather them in a while.
+        from django.db import connection
+
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
     print(f"Using '{name}' (id {project.pk}).", flush=True)
     return {
         "id": project.pk,

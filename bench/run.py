@@ -45,8 +45,9 @@ Every request figure is also given as a ratio to the bare baseline on the 10,000
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
 ``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>
 create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n> stream_p99_ms=<n>
-filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's throughput against the baseline's, what the list and the metrics cost on the big
-project against the small one (time per request, 1.00 = the same), creates against the list's
+filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's throughput against the
+baseline's, what the list and the metrics cost on the big project against the small one (time
+per request, 1.00 = the same), creates against the list's
 baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
 per second through bulk requests of 100, webhook deliveries per second of one worker process,
 the stream's write-to-frame p99, the worst of the filters' costs on the big project against

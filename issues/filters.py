@@ -8,16 +8,23 @@ import re
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Exists, OuterRef
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
 from collab import fulltext
-from collab.api.filters import CachedFormFilterSet, DateTimeFilter, IdFilter, is_id
+from collab.api.filters import (
+    CachedFormFilterSet,
+    DateTimeFilter,
+    IdFilter,
+    UtcDateTimeField,
+    is_id,
+)
 from collab.api.pagination import PAGING_PARAMS
 
 from .models import Issue, IssueType, Priority, Status
+from .selectors import KeptFilter
 
 
 class ChoiceInFilter(filters.BaseInFilter, filters.ChoiceFilter):
@@ -167,14 +174,12 @@ class IssueFilter(CachedFormFilterSet):
         names = sorted({part.strip() for part in value.split(",") if part.strip()})
         if not names:
             return queryset
-        carrying_all = (
-            Issue.labels.through.objects.filter(label__name__in=names)
-            .values("issue_id")
-            .annotate(matched=Count("label_id", distinct=True))
-            .filter(matched=len(names))
-            .values("issue_id")
-        )
-        return queryset.filter(pk__in=carrying_all)
+        # One EXISTS per name: the database walks the list in its order and checks each
+        # issue's links by index, never gathering every issue that carries a label.
+        links = Issue.labels.through.objects.filter(issue_id=OuterRef("pk"))
+        for name in names:
+            queryset = queryset.filter(Exists(links.filter(label__name=name)))
+        return queryset
 
     def filter_text(self, queryset, name, value):
         return fulltext.search(queryset, value)
@@ -219,3 +224,42 @@ class GlobalIssueFilter(IssueFilter):
 # only where it is a filter: on a project's own list it is an unknown parameter, left alone.
 COUNTER_PARAMS = frozenset({"status", "sort", "highlight"}) | PAGING_PARAMS
 GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}
+
+
+# The filters whose totals the per-value counters answer (``selectors.issue_kept_total``):
+# one of these alone (with the counter parameters), or the time filters of one field.
+VALUE_FILTERS = {"type": "type", "priority": "priority", "assignee": "assignee"}
+TIME_FILTERS = {
+    "created_after": ("created", "start"),
+    "created_before": ("created", "end"),
+    "updated_after": ("updated", "start"),
+}
+
+
+def kept_filter(params, names: set[str], *, user) -> KeptFilter | None:
+    """The counters' view of the filters ``names`` of (already validated) ``params``; None
+    when the counters cannot answer them (the rows are counted then)."""
+    if len(names) == 1 and (name := next(iter(names))) in (*VALUE_FILTERS, "labels"):
+        value = params[name]
+        if name == "labels":
+            labels = {part.strip() for part in value.split(",") if part.strip()}
+            return KeptFilter("label", label_name=labels.pop()) if len(labels) == 1 else None
+        if name != "assignee":
+            return KeptFilter(name, values=tuple(value.split(",")))
+        if value == "me":
+            return KeptFilter("assignee", values=(str(user.pk),))
+        if value == "none":
+            return KeptFilter("assignee", values=("",))
+        if not value.isdigit():
+            found = User.objects.filter(email=value.lower()).values_list("pk", flat=True).first()
+            value = str(found or "")
+            if not value:
+                return KeptFilter("assignee", values=())
+        return KeptFilter("assignee", values=(value,) if is_id(value) else ())
+    if names and names <= TIME_FILTERS.keys():
+        facets = {TIME_FILTERS[name][0] for name in names}
+        if len(facets) != 1:
+            return None
+        bounds = {TIME_FILTERS[name][1]: UtcDateTimeField().clean(params[name]) for name in names}
+        return KeptFilter(facets.pop(), **bounds)
+    return None

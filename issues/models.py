@@ -139,6 +139,34 @@ class IssueStatusCount(models.Model):
         return f"{self.project_id} {self.status}: {self.count}"
 
 
+class IssueFacetCount(models.Model):
+    """How many issues of a project in a status have one value of one other field, or a change
+    of that number (see ``issues.facets``: triggers write these rows, not code)."""
+
+    # No constraint: the triggers may write a row while the project is being deleted; the
+    # rows of a deleted project go with it (``issues.signals``).
+    project = models.ForeignKey(
+        "projects.Project",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices)
+    facet = models.CharField(max_length=16)
+    value = models.CharField(max_length=64)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        # Several rows per key until ``facets.compact`` folds them: a count is their sum.
+        indexes = [
+            models.Index(fields=["project", "facet", "value", "status"], name="issue_facet_key"),
+        ]
+
+    def __str__(self):
+        return f"{self.project_id} {self.status} {self.facet}={self.value}: {self.count}"
+
+
 class IssueHistory(models.Model):
     """One change of one field of an issue (or its creation, with ``field`` "created")."""
 

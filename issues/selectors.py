@@ -4,15 +4,18 @@ Lists go through ``.values()`` and one batched label query per page: a page of 5
 costs the same three queries as a page of 5, and no model instances are built for output.
 """
 
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import CharField, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Cast
 
 from accounts.models import User
 from projects.models import Project
 from projects.selectors import project_visibility_q
 
-from .models import Issue, IssueHistory, IssueStatusCount, Label, Status
+from .models import Issue, IssueFacetCount, IssueHistory, IssueStatusCount, Label, Status
 
 
 def visible_projects(*, user: User) -> QuerySet[Project, Any]:
@@ -84,3 +87,66 @@ def label_get(*, user: User, label_id: int | str) -> Label | None:
         .filter(pk=label_id)
         .first()
     )
+
+
+@dataclass(frozen=True)
+class KeptFilter:
+    """A list filter the per-value counters (``issues.facets``) answer: ``values`` of one
+    ``facet`` (``label_name``: the labels of that name), or a time range of the days of
+    ``created`` or ``updated`` (from ``start``, before ``end``)."""
+
+    facet: str
+    values: tuple[str, ...] = ()
+    label_name: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+def _midnight(moment: datetime) -> datetime:
+    return datetime.combine(moment.astimezone(UTC).date(), time(), tzinfo=UTC)
+
+
+def issue_kept_total(
+    *,
+    project_ids: QuerySet[Project, Any] | list[int],
+    statuses: list[str] | None,
+    kept: KeptFilter,
+) -> int:
+    """Exact number of the issues of these projects (and statuses) that ``kept`` selects,
+    from the counters. A time range is the counters of the whole days inside it, plus the
+    rows of its partial first and last days counted (a day of rows at most each)."""
+    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet=kept.facet)
+    if statuses:
+        counters = counters.filter(status__in=statuses)
+    if kept.facet not in ("created", "updated"):
+        if kept.label_name is not None:
+            labels = Label.objects.filter(project_id__in=project_ids, name=kept.label_name)
+            counters = counters.filter(
+                value__in=labels.annotate(text=Cast("pk", CharField())).values("text")
+            )
+        else:
+            counters = counters.filter(value__in=kept.values)
+        return counters.aggregate(total=Sum("count"))["total"] or 0
+    field = f"{kept.facet}_at"
+    rows = Issue.objects.filter(project_id__in=project_ids)
+    if statuses:
+        rows = rows.filter(status__in=statuses)
+    # Whole days: from the first midnight at or after start, to the last at or before end.
+    start, end = kept.start, kept.end
+    first = None if start is None else _midnight(start)
+    if first is not None and start is not None and first < start:
+        first += timedelta(days=1)
+    last = None if end is None else _midnight(end)
+    if first is not None and last is not None and first >= last:
+        # Less than a whole day: its rows, counted.
+        return rows.filter(**{f"{field}__gte": start, f"{field}__lt": end}).count()
+    if first is not None:
+        counters = counters.filter(value__gte=first.date().isoformat())
+    if last is not None:
+        counters = counters.filter(value__lt=last.date().isoformat())
+    total = counters.aggregate(total=Sum("count"))["total"] or 0
+    if first is not None and start is not None and first > start:
+        total += rows.filter(**{f"{field}__gte": start, f"{field}__lt": first}).count()
+    if last is not None and end is not None and last < end:
+        total += rows.filter(**{f"{field}__gte": last, f"{field}__lt": end}).count()
+    return total

@@ -1,5 +1,6 @@
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
@@ -19,6 +20,7 @@ from .filters import (
     IssueFilter,
     highlight_values,
     highlights,
+    kept_filter,
     wants_highlights,
 )
 from .models import Issue, Label
@@ -38,29 +40,38 @@ from .serializers import (
 
 class IssueListMixin(ApiViewSet):
     """The list path: django-filter for the query, ``.values()`` rows for the output, and the
-    kept per-status counters for the total whenever they answer it exactly."""
+    kept counters for the total whenever they answer it exactly: the per-status ones when only
+    status is filtered, the per-value ones (``issues.facets``) for one more filter."""
 
     counter_params: frozenset[str] = COUNTER_PARAMS
 
-    def list_response(self, queryset, *, kept_count: Callable[[list[str]], int]):
+    def list_response(
+        self, queryset, *, kept_count: Callable[[list[str]], int], project_ids: Callable[[], Any]
+    ):
         """``kept_count(statuses)``: the exact total from the counters, for these statuses
-        (all of them when empty), used when only counter parameters are given."""
+        (all of them when empty), used when only counter parameters are given;
+        ``project_ids()``: the projects listed, for the per-value counters."""
         params = self.request.query_params
         queryset = self.filter_queryset(queryset).values(
             *records.ISSUE_FIELDS, **highlight_values(params)
         )
-        self.page_counter = partial(self._count, kept_count=kept_count)
+        self.page_counter = partial(self._count, kept_count=kept_count, project_ids=project_ids)
         page = self.paginate_queryset(queryset) or []
         if wants_highlights(params):
             for row in page:
                 row["highlights"] = highlights(row)
         return self.get_paginated_response(records.issue_attach_labels(page))
 
-    def _count(self, queryset, *, kept_count) -> int:
+    def _count(self, queryset, *, kept_count, project_ids) -> int:
         params = self.request.query_params
-        if not set(params) <= self.counter_params:
+        statuses = [status for status in params.get("status", "").split(",") if status]
+        others = set(params) - self.counter_params
+        if not others:
+            return kept_count(statuses)
+        kept = kept_filter(params, others, user=self.request.user)
+        if kept is None:
             return queryset.count()
-        return kept_count([status for status in params.get("status", "").split(",") if status])
+        return selectors.issue_kept_total(project_ids=project_ids(), statuses=statuses, kept=kept)
 
 
 class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
@@ -78,6 +89,7 @@ class ProjectIssueViewSet(IssueListMixin, ProjectScopedViewSet):
         return self.list_response(
             selectors.issue_list(user=request.user, project=project),
             kept_count=lambda statuses: selectors.project_issue_count(project, statuses=statuses),
+            project_ids=lambda: [project.pk],
         )
 
     @extend_schema(request=IssueInputSerializer, responses={201: IssueSerializer})
@@ -127,15 +139,22 @@ class IssueViewSet(IssueListMixin, ProjectAccessViewSet):
     filterset_class = GlobalIssueFilter
     counter_params = GLOBAL_COUNTER_PARAMS
 
-    def _kept(self, statuses: list[str]) -> int:
+    def _project_ids(self):
         project_ids = selectors.visible_projects(user=self.actor)
         if self.request.query_params.get("project_id"):
             project_ids = project_ids.filter(pk=int(self.request.query_params["project_id"]))
-        return selectors.issue_count(project_ids=project_ids, statuses=statuses)
+        return project_ids
+
+    def _kept(self, statuses: list[str]) -> int:
+        return selectors.issue_count(project_ids=self._project_ids(), statuses=statuses)
 
     @extend_schema(responses={200: IssueSerializer(many=True)})
     def list(self, request):
-        return self.list_response(selectors.issue_list(user=request.user), kept_count=self._kept)
+        return self.list_response(
+            selectors.issue_list(user=request.user),
+            kept_count=self._kept,
+            project_ids=self._project_ids,
+        )
 
     def get_issue(self, pk) -> Issue:
         issue = selectors.issue_get(user=self.actor, issue_id=pk)

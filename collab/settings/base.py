@@ -425,6 +425,7 @@ CELERY_TASK_ROUTES = {
     "comments.tasks.mentions_notify": {"queue": "email"},
     "ratelimits.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
+    "issues.tasks.facet_counts_compact": {"queue": "default"},
     "analytics.tasks.analytics_rollup_all": {"queue": "analytics"},
     "analytics.tasks.analytics_rollup_project": {"queue": "analytics"},
     "gitintegration.tasks.repository_sync_task": {"queue": "git"},
@@ -502,6 +503,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": 3600.0,
     },
     "denied-tokens-purge": {"task": "accounts.tasks.denied_tokens_purge", "schedule": 3600.0},
+    # The filtered lists' counters: each key's change rows folded into one (issues.facets).
+    "issue-facet-counts-compact": {
+        "task": "issues.tasks.facet_counts_compact",
+        "schedule": float(env.int("ISSUE_FACET_COMPACT_SECONDS", default=60)),
+    },
     # Analytics: yesterday's rollups (and late commits) soon after midnight and through the
     # day; a full recount nightly forgets what deleted issues and repositories left behind.
     "analytics-rollup": {

@@ -1,0 +1,280 @@
+"""Counters of issues per project, status and value of one other field: the exact totals of
+the filtered lists, without counting rows.
+
+``IssueFacetCount`` holds, for each project and status, how many issues have each type, each
+priority, each assignee (``""``: none), each label (its id), were created on each day and
+last updated on each day (UTC, ``YYYY-MM-DD``). Triggers on the issue table and on its label
+links keep them, in the statement that changes the rows: every write path (the services, bulk
+requests, the admin, label renames and deletes, seeding) keeps them exact, at no extra query.
+
+A change is a new row, never an update: the triggers append what a statement added and took
+away (``+1``/``-1`` per value, added up per statement on PostgreSQL, whose statement-level
+triggers read the changed rows from their transition tables; per row on SQLite). Writers thus
+never wait on each other for a counter, nor deadlock over two. A count is the sum of a key's
+rows; ``compact`` (every minute, from beat) folds them into one row per key, in one statement,
+so a sum reads a handful of rows however many issues there are.
+
+``rebuild`` recounts a project's counters from its rows (after a repair, or a migration).
+"""
+
+from django.db import connection as default_connection
+from django.db import connections, transaction
+
+TABLE = "issues_issuefacetcount"
+ISSUES = "issues_issue"
+LINKS = "issues_issue_labels"
+FACETS = ("type", "priority", "assignee", "label", "created", "updated")
+# A day of a timestamp column, as the counters name it.
+_DAY = {
+    "postgresql": "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    "sqlite": "substr({column}, 1, 10)",
+}
+_TEXT = {"postgresql": "({value})::text", "sqlite": "CAST({value} AS TEXT)"}
+
+
+def _issue_facets(vendor: str, row: str) -> list[tuple[str, str]]:
+    """(facet, value SQL) of an issue row named ``row``, labels aside."""
+    day, text = _DAY[vendor], _TEXT[vendor]
+    return [
+        ("type", f"{row}.type"),
+        ("priority", f"{row}.priority"),
+        ("assignee", f"COALESCE({text.format(value=f'{row}.assignee_id')}, '')"),
+        ("created", day.format(column=f"{row}.created_at")),
+        ("updated", day.format(column=f"{row}.updated_at")),
+    ]
+
+
+def _select(row: str, facet: str, value: str, delta: str, source: str = "") -> str:
+    return (
+        f"SELECT {row}.project_id AS project_id, {row}.status AS status, '{facet}' AS facet, "
+        f"{value} AS value, {delta} AS delta{' FROM ' + source if source else ''}"
+    )
+
+
+def _issue_changes(vendor: str, row: str, delta: int, source: str = "") -> list[str]:
+    """(project_id, status, facet, value, delta) of each issue of ``row``, labels aside."""
+    return [
+        _select(row, facet, value, str(delta), source or "")
+        for facet, value in _issue_facets(vendor, row)
+    ]
+
+
+def _link_changes(vendor: str, issue: str, link: str, delta: int, source: str) -> str:
+    """(project_id, status, 'label', label id, delta) of each link of ``source``."""
+    text = _TEXT[vendor].format(value=f"{link}.label_id")
+    return _select(issue, "label", text, str(delta), source)
+
+
+# The changes of a statement (or row), added up per counter and appended.
+_APPEND = f"""
+INSERT INTO {TABLE} (project_id, status, facet, value, count)
+SELECT project_id, status, facet, value, SUM(delta) FROM ({{changes}}) AS changes
+GROUP BY project_id, status, facet, value HAVING SUM(delta) <> 0
+"""
+
+
+def _postgresql() -> list[str]:
+    pg = "postgresql"
+    inserted = _issue_changes(pg, "n", 1, "new_rows n")
+    deleted = _issue_changes(pg, "o", -1, "old_rows o")
+    # A changed status moves the issue's labels along (the links as they are now).
+    moved = "old_rows o JOIN new_rows n ON n.id = o.id AND n.status <> o.status"
+    relabelled = [
+        _link_changes(pg, "o", "l", -1, f"{moved} JOIN {LINKS} l ON l.issue_id = o.id"),
+        _link_changes(pg, "n", "l", 1, f"{moved} JOIN {LINKS} l ON l.issue_id = n.id"),
+    ]
+    functions = {
+        "issues_facets_insert": inserted,
+        "issues_facets_update": deleted + inserted + relabelled,
+        "issues_facets_delete": deleted,
+        "issues_facets_link_insert": [
+            _link_changes(pg, "i", "l", 1, f"new_links l JOIN {ISSUES} i ON i.id = l.issue_id")
+        ],
+        "issues_facets_link_delete": [
+            _link_changes(pg, "i", "l", -1, f"old_links l JOIN {ISSUES} i ON i.id = l.issue_id")
+        ],
+    }
+    statements = [
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"BEGIN {_APPEND.format(changes=' UNION ALL '.join(selects))}; RETURN NULL; END $$"
+        for name, selects in functions.items()
+    ]
+    for name, table, event, referencing in _PG_TRIGGERS:
+        statements.append(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+        statements.append(
+            f"CREATE TRIGGER {name} AFTER {event} ON {table} REFERENCING {referencing} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
+        )
+    return statements
+
+
+_PG_TRIGGERS = [
+    ("issues_facets_insert", ISSUES, "INSERT", "NEW TABLE AS new_rows"),
+    ("issues_facets_update", ISSUES, "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    ("issues_facets_delete", ISSUES, "DELETE", "OLD TABLE AS old_rows"),
+    ("issues_facets_link_insert", LINKS, "INSERT", "NEW TABLE AS new_links"),
+    ("issues_facets_link_delete", LINKS, "DELETE", "OLD TABLE AS old_links"),
+]
+
+
+def _sqlite_apply(selects: list[str], where: str = "true") -> str:
+    changes = f"SELECT * FROM ({' UNION ALL '.join(selects)}) WHERE {where}"
+    return _APPEND.format(changes=changes).strip() + ";"
+
+
+def _sqlite() -> list[str]:
+    sq = "sqlite"
+    moved = "old.status <> new.status"
+    bodies = {
+        ("issues_facets_insert", ISSUES, "INSERT"): _sqlite_apply(_issue_changes(sq, "new", 1)),
+        ("issues_facets_update", ISSUES, "UPDATE"): _sqlite_apply(
+            _issue_changes(sq, "old", -1) + _issue_changes(sq, "new", 1)
+        )
+        + _sqlite_apply(
+            [
+                _link_changes(sq, "old", "l", -1, f"{LINKS} l WHERE l.issue_id = old.id"),
+                _link_changes(sq, "new", "l", 1, f"{LINKS} l WHERE l.issue_id = new.id"),
+            ],
+            where=moved,
+        ),
+        ("issues_facets_delete", ISSUES, "DELETE"): _sqlite_apply(_issue_changes(sq, "old", -1)),
+        ("issues_facets_link_insert", LINKS, "INSERT"): _sqlite_apply(
+            [_link_changes(sq, "i", "new", 1, f"{ISSUES} i WHERE i.id = new.issue_id")]
+        ),
+        ("issues_facets_link_delete", LINKS, "DELETE"): _sqlite_apply(
+            [_link_changes(sq, "i", "old", -1, f"{ISSUES} i WHERE i.id = old.issue_id")]
+        ),
+    }
+    statements = []
+    for (name, table, event), body in bodies.items():
+        statements.append(f"DROP TRIGGER IF EXISTS {name}")
+        statements.append(f"CREATE TRIGGER {name} AFTER {event} ON {table} BEGIN {body} END")
+    return statements
+
+
+def trigger_statements(vendor: str) -> list[str]:
+    """The statements that (re)make the triggers; none on another database."""
+    makers = {"postgresql": _postgresql, "sqlite": _sqlite}
+    return makers[vendor]() if vendor in makers else []
+
+
+def drop_statements(vendor: str) -> list[str]:
+    if vendor == "postgresql":
+        return [f"DROP TRIGGER IF EXISTS {name} ON {table}" for name, table, *_ in _PG_TRIGGERS] + [
+            f"DROP FUNCTION IF EXISTS {name}()" for name, *_ in _PG_TRIGGERS
+        ]
+    if vendor == "sqlite":
+        return [f"DROP TRIGGER IF EXISTS {name}" for name, *_ in _PG_TRIGGERS]
+    return []
+
+
+def rebuild(project_id: int, *, using: str | None = None) -> None:
+    """Recount the project's counters from its rows (in the caller's transaction)."""
+    connection = connections[using] if using else default_connection
+    vendor = connection.vendor
+    selects = _issue_changes(vendor, "i", 1, f"{ISSUES} i WHERE i.project_id = %s")
+    selects.append(
+        _link_changes(
+            vendor,
+            "i",
+            "l",
+            1,
+            f"{ISSUES} i JOIN {LINKS} l ON l.issue_id = i.id WHERE i.project_id = %s",
+        )
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE project_id = %s", [project_id])
+        cursor.execute(
+            f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
+            f"SELECT project_id, status, facet, value, SUM(delta) "
+            f"FROM ({' UNION ALL '.join(selects)}) AS changes "
+            "GROUP BY project_id, status, facet, value",
+            [project_id] * len(selects),
+        )
+
+
+def project_deleted(sender, instance, using, **kwargs) -> None:
+    """``post_delete`` of a project, in its deletion's transaction: its counters go too (the
+    triggers wrote to them as its issues were deleted)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE project_id = %s", [instance.pk])
+
+
+def _triggers_present(connection) -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def triggers_install(connection) -> None:
+    """(Re)make the triggers and recount every project's counters."""
+    with connection.cursor() as cursor:
+        for statement in trigger_statements(connection.vendor):
+            cursor.execute(statement)
+        cursor.execute("SELECT DISTINCT project_id FROM issues_issue")
+        project_ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(f"DELETE FROM {TABLE}")
+    for project_id in project_ids:
+        rebuild(project_id, using=connection.alias)
+
+
+def triggers_ensure(sender, using="default", **kwargs) -> None:
+    """``post_migrate``: the triggers back where a migration dropped them, counters recounted
+    then (nothing to do when they are all there)."""
+    connection = connections[using]
+    if connection.vendor not in ("postgresql", "sqlite"):
+        return
+    tables = set(connection.introspection.table_names())
+    if not {TABLE, ISSUES, LINKS} <= tables:
+        return  # migrated backwards past the counters
+    if {name for name, *_ in _PG_TRIGGERS} <= _triggers_present(connection):
+        return
+    triggers_install(connection)
+
+
+def _scattered(cursor) -> list[int]:
+    """Projects with a key in more than one row."""
+    cursor.execute(
+        f"SELECT DISTINCT project_id FROM (SELECT project_id, COUNT(*) AS n FROM {TABLE} "
+        "GROUP BY project_id, status, facet, value) AS keys WHERE n > 1"
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def compact(*, using: str = "default") -> int:
+    """Fold each key's rows into one (dropping the keys at zero); how many projects had any
+    to fold. Exact under concurrent writes: on PostgreSQL one statement deletes the rows it
+    sums; on SQLite the transaction holds the database's one write lock throughout."""
+    connection = connections[using]
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        if connection.vendor == "sqlite":  # the write lock first: no append in between
+            cursor.execute(f"DELETE FROM {TABLE} WHERE count = 0")
+        project_ids = _scattered(cursor)
+        for project_id in project_ids:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"WITH gone AS (DELETE FROM {TABLE} WHERE project_id = %s "
+                    "RETURNING project_id, status, facet, value, count) "
+                    f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
+                    "SELECT project_id, status, facet, value, SUM(count) FROM gone "
+                    "GROUP BY project_id, status, facet, value HAVING SUM(count) <> 0",
+                    [project_id],
+                )
+            else:
+                cursor.execute(
+                    f"DELETE FROM {TABLE} WHERE project_id = %s "
+                    "RETURNING project_id, status, facet, value, count",
+                    [project_id],
+                )
+                sums: dict[tuple, int] = {}
+                for *key, count in cursor.fetchall():
+                    sums[tuple(key)] = sums.get(tuple(key), 0) + count
+                cursor.executemany(
+                    f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    [(*key, count) for key, count in sums.items() if count],
+                )
+    return len(project_ids)

@@ -1,0 +1,213 @@
+"""The per-value counters (``issues.facets``): exact after every kind of write, whichever path
+it takes, and the filtered lists' totals read from them instead of counting rows."""
+
+from collections import Counter
+from datetime import UTC, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from issues import facets
+from issues.models import Issue, IssueFacetCount, Label
+from issues.services import issue_delete, issue_update, label_delete, label_update
+from projects.services import project_delete
+from tests.conftest import assert_ok, client_for
+from tests.factories import make_issue
+
+pytestmark = pytest.mark.django_db
+
+
+def day(moment) -> str:
+    return moment.astimezone(UTC).date().isoformat()
+
+
+def truth(project) -> Counter:
+    """The counters as the rows say they should be."""
+    expected: Counter = Counter()
+    for issue in Issue.objects.filter(project=project).prefetch_related("labels"):
+        key = (issue.status,)
+        expected[(*key, "type", issue.type)] += 1
+        expected[(*key, "priority", issue.priority)] += 1
+        expected[(*key, "assignee", str(issue.assignee_id or ""))] += 1
+        expected[(*key, "created", day(issue.created_at))] += 1
+        expected[(*key, "updated", day(issue.updated_at))] += 1
+        for label in issue.labels.all():
+            expected[(*key, "label", str(label.pk))] += 1
+    return expected
+
+
+def kept(project) -> Counter:
+    """The counters, each key's rows added up (zeros left out)."""
+    sums: Counter = Counter()
+    for row in IssueFacetCount.objects.filter(project=project):
+        sums[(row.status, row.facet, row.value)] += row.count
+    return Counter({key: count for key, count in sums.items() if count})
+
+
+def assert_exact(project):
+    assert kept(project) == truth(project)
+
+
+def test_every_write_path_keeps_them_exact(api, world):
+    project, owner = world.project, world.owner
+    path = f"/v1/projects/{project.pk}/issues"
+    one = assert_ok(
+        api.owner.post(
+            path,
+            {"title": "One", "type": "bug", "labels": ["ui", "api"], "assignee_id": owner.pk},
+            format="json",
+        ),
+        201,
+    )["data"]
+    assert_exact(project)
+    api.owner.post(
+        f"{path}/bulk",
+        {"items": [{"title": f"Bulk {n}", "labels": ["ui"], "priority": "high"} for n in range(5)]},
+        format="json",
+    )
+    assert_exact(project)
+    api.owner.patch(f"/v1/issues/{one['id']}", {"status": "closed"}, format="json")
+    assert_exact(project)  # the labels moved to "closed" with it
+    api.owner.patch(
+        f"/v1/issues/{one['id']}",
+        {"labels": ["api", "db"], "assignee_id": None, "priority": "critical"},
+        format="json",
+    )
+    assert_exact(project)
+    bulk_ids = list(Issue.objects.filter(title__startswith="Bulk").values_list("pk", flat=True))
+    api.owner.patch(
+        "/v1/issues/bulk",
+        {"items": [{"id": pk, "status": "in_progress", "type": "feature"} for pk in bulk_ids]},
+        format="json",
+    )
+    assert_exact(project)
+    ui = Label.objects.get(project=project, name="ui")
+    label_update(label=ui, actor=owner, name="web")
+    assert_exact(project)
+    label_delete(label=Label.objects.get(project=project, name="api"), actor=owner)
+    assert_exact(project)
+    issue = Issue.objects.get(pk=bulk_ids[0])
+    issue_update(issue=issue, actor=owner, status="open")
+    Issue.objects.filter(pk=bulk_ids[1]).update(updated_at=timezone.now() - timedelta(days=3))
+    assert_exact(project)
+    issue_delete(issue=Issue.objects.get(pk=bulk_ids[2]), actor=owner)
+    api.owner.delete(f"/v1/issues/{one['id']}")
+    assert_exact(project)
+    assert sum(kept(project).values()) > 0
+
+
+def test_compacting_folds_each_key_into_one_row_and_keeps_them_exact(api, world):
+    for n in range(4):
+        issue = make_issue(world.project, world.owner, title=f"C{n}", labels=["x"])
+        issue_update(issue=issue, actor=world.owner, status="closed", priority="high")
+    make_issue(world.other_project, world.outsider, title="Theirs")
+    before = kept(world.project)
+    assert IssueFacetCount.objects.filter(project=world.project).count() > len(before)
+    assert facets.compact() >= 1
+    rows = IssueFacetCount.objects.filter(project=world.project)
+    assert rows.count() == len(before)  # one row per key, none at zero
+    assert kept(world.project) == before == truth(world.project)
+    assert_exact(world.other_project)
+    assert facets.compact() == 0  # nothing left to fold
+    issue_update(issue=issue, actor=world.owner, status="open")
+    assert_exact(world.project)
+
+
+def test_a_deleted_project_takes_its_counters(world):
+    make_issue(world.project, world.owner, title="Gone", labels=["x"])
+    assert IssueFacetCount.objects.filter(project=world.project).exists()
+    project_id = world.project.pk
+    project_delete(project=world.project, actor=world.owner)
+    assert not IssueFacetCount.objects.filter(project_id=project_id).exists()
+
+
+def test_rebuild_recounts_what_was_lost(world):
+    for n in range(3):
+        make_issue(world.project, world.owner, title=f"N{n}", labels=["a", "b"][: n % 3])
+    IssueFacetCount.objects.filter(project=world.project).update(count=99)
+    facets.rebuild(world.project.pk)
+    assert_exact(world.project)
+
+
+@pytest.fixture
+def spread(world):
+    """Issues over every value of every field, some of them a while ago."""
+    project, owner, dev = world.project, world.owner, world.developer
+    now = timezone.now()
+    combos = [
+        ("bug", "high", "open", owner, ["ui"], 40),
+        ("bug", "low", "closed", dev, ["ui", "api"], 10),
+        ("feature", "high", "in_progress", None, [], 3),
+        ("task", "critical", "open", dev, ["api"], 1),
+        ("improvement", "medium", "closed", None, ["db"], 0),
+    ]
+    for n, (kind, priority, status, assignee, labels, days) in enumerate(combos * 2):
+        issue = make_issue(
+            project,
+            owner,
+            title=f"Spread {n}",
+            type=kind,
+            priority=priority,
+            labels=labels,
+            assignee_id=assignee.pk if assignee else None,
+        )
+        issue_update(issue=issue, actor=owner, status=status)
+        stamp = now - timedelta(days=days, hours=n)
+        Issue.objects.filter(pk=issue.pk).update(created_at=stamp, updated_at=stamp)
+    return world
+
+
+FILTERED = [
+    {"type": "bug"},
+    {"type": "bug,feature", "status": "open"},
+    {"priority": "high"},
+    {"priority": "critical", "status": "open,in_progress"},
+    {"assignee": "me"},
+    {"assignee": "none", "status": "closed"},
+    {"assignee": "dev@acme.test"},
+    {"assignee": "987654321"},
+    {"labels": "ui"},
+    {"labels": "api", "status": "closed"},
+    {"labels": "nothing-like-it"},
+    {"created_after": "{days_ago_5}"},
+    {"created_after": "{days_ago_11}", "status": "open"},
+    {"created_before": "{days_ago_5}"},
+    {"created_after": "{days_ago_11}", "created_before": "{days_ago_2}"},
+    {"updated_after": "{days_ago_5}", "status": "closed"},
+    {"updated_after": "{days_ago_0}"},
+]
+
+
+def _params(params: dict) -> dict:
+    now = timezone.now()
+    stamps = {f"days_ago_{d}": (now - timedelta(days=d)).isoformat() for d in (0, 2, 5, 11)}
+    return {name: value.format(**stamps) for name, value in params.items()}
+
+
+@pytest.mark.parametrize(
+    "params", FILTERED, ids=lambda p: "&".join(f"{k}={v}" for k, v in p.items())
+)
+@pytest.mark.parametrize("where", ["project", "everywhere"])
+def test_a_filtered_total_comes_from_the_counters_and_is_exact(spread, params, where):
+    world = spread
+    client = client_for(world.owner)
+    path = f"/v1/projects/{world.project.pk}/issues" if where == "project" else "/v1/issues"
+    params = _params(params)
+    client.get(path, params)  # the key's first use is recorded once: out of what is compared
+    with CaptureQueriesContext(connection) as captured:
+        body = assert_ok(client.get(path, {**params, "per_page": 2}))
+    everything = assert_ok(client.get(path, {**params, "per_page": 100}))
+    assert body["meta"]["total"] == len(everything["data"])
+    counted = [
+        query["sql"]
+        for query in captured.captured_queries
+        if "COUNT(" in query["sql"].upper() and 'FROM "issues_issue" ' in query["sql"]
+    ]
+    timed = [name for name in params if name.endswith(("_after", "_before"))]
+    if not timed:
+        assert counted == [], "the counters answer it: no row counted"
+    for sql in counted:  # only the rows of a partial day, between two bounds
+        column = timed[0].split("_")[0] + "_at"
+        assert f'"{column}" >= ' in sql and f'"{column}" < ' in sql, sql
