@@ -22,8 +22,10 @@ LAST_LINE = re.compile(
     r"^bench: list/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
     r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d) "
     r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
-    r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+)$"
+    r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+) "
+    r"filters1M/filters10k=(\d+\.\d\d) \(([a-z_]+(?: \+status)?)\) search1M=(\d+\.\d)$"
 )
+FILTERS = ("type", "priority", "assignee", "labels", "q", "created_after", "updated_after")
 MEASUREMENTS = {
     "bare 200 p1",
     "list 200 p1",
@@ -52,6 +54,13 @@ MEASUREMENTS = {
     "users/me",
     "users/me limiter on",
     "list 200 p1 limiter on",
+    "search 1k",
+    *(
+        f"filter {name}{status} {size}"
+        for name in FILTERS
+        for status in ("", " +status")
+        for size in ("200", "1k")
+    ),
 }
 
 
@@ -121,7 +130,8 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "thread10k/thread10",
     }
     # The ratios on the last line are the JSON's.
-    shown = [float(value) for value in LAST_LINE.match(last).groups()]
+    *numbers, worst, search = LAST_LINE.match(last).groups()
+    shown = [float(value) for value in numbers]
     ratios = report["ratios"]
     assert shown == [
         ratios["list/bare"],
@@ -131,7 +141,17 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         ratios["create/bare_create"],
         ratios["patch/bare_patch"],
         *(report["figures"][name] for name in ("bulk_create/s", "webhooks/s", "stream_p99_ms")),
+        ratios["filters1M/filters10k"],
     ]
+    # The worst filter is named, and is the worst of the per-filter ratios.
+    costs = {
+        name[len("filter ") :]: value
+        for name, value in ratios.items()
+        if name.startswith("filter ")
+    }
+    assert set(costs) == {f"{name}{status}" for name in FILTERS for status in ("", " +status")}
+    assert costs[worst] == max(costs.values()) == ratios["filters1M/filters10k"]
+    assert float(search) == report["figures"]["search1M"] > 0
     assert report["figures"]["bulk_create/s"] >= 100  # each request writes 100 issues
 
 
