@@ -60,6 +60,23 @@ def process_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def embedded_env(data_dir: Path, **overrides: str) -> dict[str, str]:
+    """The environment of ``./run`` (SQLite, no Redis), in a data directory of the test's own."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL") and not key.startswith("PYTEST")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="collab.settings.local",
+        COLLAB_DATA_DIR=str(data_dir),
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(overrides)
+    return env
+
+
 def http_get(port: int, path: str, headers: dict | None = None, timeout: float = 10):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import liveserver
 from tests.liveserver import ROOT, asgi_server
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -25,21 +26,13 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     """The environment of ``./run``, in a data directory of the test's own. The limiter is on
     (so every answer carries its headers) with budgets no run reaches; an event stream ends
     after a quarter of a second, as a client with a short read timeout would leave it."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL") and not key.startswith("PYTEST")
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="collab.settings.local",
-        COLLAB_DATA_DIR=str(data_dir),
+    return liveserver.embedded_env(
+        data_dir,
         RATE_LIMIT_ENABLED="1",
         RATE_LIMIT_STANDARD="1000000",
         RATE_LIMIT_ANONYMOUS="1000000",
         EVENT_STREAM_MAX_SECONDS="0.25",
-        PYTHONUNBUFFERED="1",
     )
-    return env
 
 
 def manage(env: dict[str, str], *args: str) -> str:

@@ -2,7 +2,6 @@
 answers on the embedded default (SQLite FTS5) as on PostgreSQL."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 from collab import fulltext
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
-from tests.liveserver import ROOT
+from tests.liveserver import ROOT, embedded_env
 
 from .corpus import QUERIES, TITLES, found, make_corpus
 
@@ -129,16 +128,7 @@ def test_bad_highlight_and_sort_values_answer_400(api, corpus):
 
 def test_the_embedded_default_finds_the_same(tmp_path):
     """SQLite FTS5 under ./run answers every query of the corpus as PostgreSQL does."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL") and not key.startswith("PYTEST")
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="collab.settings.local",
-        COLLAB_DATA_DIR=str(tmp_path),
-        PYTHONPATH=str(ROOT),
-    )
+    env = embedded_env(tmp_path)
     run = [sys.executable, "manage.py"]
     subprocess.run([*run, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)  # noqa: S603
     script = (
