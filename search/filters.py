@@ -1,6 +1,7 @@
 """The query parameters of ``/v1/search``."""
 
 from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema_field
 
 from collab import fulltext
 from collab.api.filters import CachedFormFilterSet, IdFilter
@@ -9,12 +10,17 @@ from issues.filters import SortFilter
 from .models import HitType, SearchHit
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "pattern": r"\S"})
+class QueryFilter(filters.CharFilter):
+    """Text with at least one character that is not a space."""
+
+
 class TypeInFilter(filters.BaseInFilter, filters.ChoiceFilter):
     """One kind or several, comma-separated (``type=issue,comment``)."""
 
 
 class SearchFilter(CachedFormFilterSet):
-    q = filters.CharFilter(
+    q = QueryFilter(
         method="filter_text",
         required=True,
         help_text='What to find: words (`login`), `"phrases"`, prefixes (`auth*`) and '
