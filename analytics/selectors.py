@@ -1,36 +1,160 @@
 """Reads of the analytics app: metrics, daily series and breakdowns.
 
 Figures for a span come from the stored daily rollups for the days the rollup job has
-covered, and from the sources (``stats.stats_collect``) for the rest: today, the start of an
+covered, and from the sources (``stats.live_branches``) for the rest: today, the start of an
 ``h`` period that falls inside a day, and any day the job has not reached yet. A request
 therefore reads at most one rollup row per day of its period plus what happened since
 midnight, whatever the number of issues.
+
+What a request needs to know of its projects first (how far their rollups go, their issue
+counters) comes with the projects' own row (``FACTS``, annotations of the project lookup);
+then the figures of every span are one statement, and the breakdowns another (both a
+``UNION ALL``: ``analytics.unions``), whatever the number of projects.
 """
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import (
+    BigIntegerField,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    TextField,
+)
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Membership, User
+from accounts.roles import role_remember
 from collab.api.renderers import iso_z
 from issues.models import Issue, IssueStatusCount, Status
-from projects.models import Project
-from projects.selectors import project_visibility_q
+from projects.models import Project, ProjectMember
+from projects.selectors import project_visible
 
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import Period, day_start
-from .stats import STAT_FIELDS, Stats, stats_collect
+from .stats import DAY, ROWS, STAT_FIELDS, UNDONE, Stats, Window, live_branches, rows_read
+from .unions import Rows
 
 OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
 
+# Facts ---------------------------------------------------------------------------------------
 
-def workspace_projects(*, user: User, workspace_id: int) -> QuerySet[Project]:
-    return Project.objects.filter(project_visibility_q(user), workspace_id=workspace_id)
+# What the analytics of a project read first, as annotations of its row (``OuterRef("pk")``):
+# views ask for them with the project itself (``projects.selectors.ProjectLookup``).
+FACTS: dict[str, Any] = {
+    "analytics_through": Subquery(
+        RollupState.objects.filter(project_id=OuterRef("pk")).values("through")[:1]
+    ),
+    "analytics_partial_through": Subquery(
+        RollupState.objects.filter(project_id=OuterRef("pk")).values("partial_through")[:1]
+    ),
+    **{
+        f"analytics_{status}": Subquery(
+            IssueStatusCount.objects.filter(project_id=OuterRef("pk"), status=status).values(
+                "count"
+            )[:1]
+        )
+        for status in Status.values
+    },
+}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A project as the analytics see it: when it was created, how far its rollups go (see
+    ``RollupState``), and its issues by status (the issue services' counters)."""
+
+    project_id: int
+    created_at: datetime
+    through: date | None
+    partial_through: datetime | None
+    statuses: dict[str, int]
+
+    @property
+    def open_issues(self) -> int:
+        return sum(self.statuses[status] for status in OPEN_STATUSES)
+
+    @property
+    def issues(self) -> int:
+        return sum(self.statuses.values())
+
+
+def _facts_of(project: Project, values: dict[str, Any]) -> Facts:
+    return Facts(
+        project_id=project.pk,
+        created_at=project.created_at,
+        through=values["analytics_through"],
+        partial_through=values["analytics_partial_through"],
+        statuses={status: values[f"analytics_{status}"] or 0 for status in Status.values},
+    )
+
+
+def project_facts(projects: Iterable[Project]) -> list[Facts]:
+    """The facts of these projects: from their rows when they were read with ``FACTS``, else
+    in one query."""
+    projects = list(projects)
+    missing = [project.pk for project in projects if not hasattr(project, "analytics_through")]
+    loaded = {
+        row["pk"]: row
+        for row in Project.objects.filter(pk__in=missing)
+        .order_by()
+        .annotate(**FACTS)
+        .values("pk", *FACTS)
+    }
+    return [
+        _facts_of(project, loaded[project.pk] if project.pk in loaded else vars(project))
+        for project in projects
+    ]
+
+
+def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None:
+    """The projects of a workspace the user may see, by id, with their facts; None when the
+    user is not a member of the workspace (whether it exists or not).
+
+    One query: every project of the workspace with the reader's role and team seat (as
+    ``ProjectLookup`` reads them), the visibility rule applied here (``project_visible``). A
+    second only when the workspace shows no project, to tell a member from a stranger.
+    """
+    rows = list(
+        Project.objects.filter(workspace_id=workspace_id)
+        .annotate(
+            reader_role=Subquery(
+                Membership.objects.filter(
+                    workspace_id=OuterRef("workspace_id"), user_id=user.pk
+                ).values("role")[:1]
+            ),
+            reader_on_team=Exists(
+                ProjectMember.objects.filter(project_id=OuterRef("pk"), user_id=user.pk)
+            ),
+            **FACTS,
+        )
+        .order_by("pk")
+    )
+    if not rows:
+        member = Membership.objects.filter(workspace_id=workspace_id, user_id=user.pk)
+        return [] if member.exists() else None
+    role = rows[0].reader_role
+    if role is None:
+        return None
+    role_remember(user, workspace_id, role)
+    for project in rows:
+        project.reader_id = user.pk
+    return [project for project in rows if project_visible(user=user, project=project)]
+
+
+# Spans ---------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -58,91 +182,105 @@ class Span:
         return count, seconds
 
 
-def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime) -> Span:
-    """What happened in ``[start, end)`` in these projects."""
-    span = Span()
-    states = {
-        project_id: (through, partial_through)
-        for project_id, through, partial_through in RollupState.objects.filter(
-            project_id__in=project_ids
-        ).values_list("project_id", "through", "partial_through")
-    }
-    # Projects are grouped by how far their rollups go (almost always one group): a project
-    # the job has not reached yet is counted live without making the others live too.
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for project_id in project_ids:
-        groups[states.get(project_id, (None, None))].append(project_id)
-    for (through, partial_through), ids in groups.items():
-        _span_add(
-            span,
-            project_ids=ids,
-            through=through,
-            partial_through=partial_through,
-            start=start,
-            end=end,
-        )
-    return span
+@dataclass(frozen=True)
+class Ask:
+    """A span one request wants: ``[start, end)`` (from the beginning when start is None),
+    and, with ``only``, just these STAT_FIELDS."""
+
+    start: datetime | None
+    end: datetime
+    only: tuple[str, ...] | None = None
 
 
-def _span_add(
-    span: Span,
-    *,
-    project_ids: list[int],
-    through: date | None,
-    partial_through: datetime | None,
-    start: datetime | None,
-    end: datetime,
-) -> None:
-    live: list[tuple[datetime | None, datetime]] = []
+def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
+    """The reads of one span: each project's stored days within it, and the rest from the
+    sources."""
+    start, end = ask.start, ask.end
     rolled_first = None
     if start is not None:
         aligned = start == day_start(start.date())
         rolled_first = start.date() if aligned else start.date() + timedelta(days=1)
-    rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
-    covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
-    # The day after ``through`` stored up to ``partial_through``: usable when the span takes
-    # that day from its midnight and goes on past the moment.
-    partial_day = partial_through.astimezone(UTC).date() if partial_through else None
-    if (
-        partial_day is not None
-        and partial_through is not None
-        and through is not None
-        and partial_day == through + timedelta(days=1)
-        and partial_through <= end
-        and (rolled_first is None or rolled_first <= partial_day)
-    ):
-        rolled_last, covered_until = partial_day, partial_through
-    if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
-        live.append((start, end))
-    else:
-        days = ProjectDay.objects.filter(project_id__in=project_ids, day__lte=rolled_last)
-        reopens = ReopenRollup.objects.filter(project_id__in=project_ids, day__lte=rolled_last)
-        if rolled_first is not None:
-            days = days.filter(day__gte=rolled_first)
-            reopens = reopens.filter(day__gte=rolled_first)
-            if start is not None and start < day_start(rolled_first):
-                live.append((start, day_start(rolled_first)))
-        sums = days.order_by().values("day").annotate(**{f: Sum(f) for f in STAT_FIELDS})
-        for row in sums:
-            day = row.pop("day")
-            span.days[day].add(Stats(**row))
-        span.undone.extend(reopens.values_list("closed_hour", "count", "resolution_seconds"))
+    # Projects are grouped by the last stored day read and by where their live part begins
+    # (a project the job has not reached yet is counted live without making the others live).
+    stored: dict[date, list[int]] = defaultdict(list)
+    live: dict[datetime | None, list[int]] = defaultdict(list)
+    heads: list[int] = []
+    for project in facts:
+        through, partial_through = project.through, project.partial_through
+        rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
+        covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
+        # The day after ``through`` stored up to ``partial_through``: usable when the span
+        # takes that day from its midnight and goes on past the moment.
+        partial_day = partial_through.astimezone(UTC).date() if partial_through else None
+        if (
+            partial_day is not None
+            and partial_through is not None
+            and through is not None
+            and partial_day == through + timedelta(days=1)
+            and partial_through <= end
+            and (rolled_first is None or rolled_first <= partial_day)
+        ):
+            rolled_last, covered_until = partial_day, partial_through
+        if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
+            live[start].append(project.project_id)
+            continue
+        stored[rolled_last].append(project.project_id)
+        if rolled_first is not None and start is not None and start < day_start(rolled_first):
+            heads.append(project.project_id)
         if covered_until is not None and covered_until < end:
-            live.append((covered_until, end))
-    for live_start, live_end in live:
-        collected = stats_collect(project_ids=project_ids, start=live_start, end=live_end)
-        for (_project, day), stats in collected.days.items():
-            span.days[day].add(stats)
-        for (_project, _day, hour), (count, seconds) in collected.reopens.items():
-            span.undone.append((hour, count, seconds))
+            live[covered_until].append(project.project_id)
+    windows = [Window(tuple(ids), live_from, end) for live_from, ids in live.items()]
+    if heads and rolled_first is not None:
+        windows.append(Window(tuple(heads), start, day_start(rolled_first)))
+    branches = live_branches(windows, tag=tag, only=ask.only)
+    if stored:
+        days = Q()
+        for rolled_last, ids in stored.items():
+            days |= Q(project_id__in=ids, day__lte=rolled_last)
+        if rolled_first is not None:
+            days &= Q(day__gte=rolled_first)
+        sums = {name: Sum(name) for name in STAT_FIELDS if ask.only is None or name in ask.only}
+        branches.append(
+            ROWS.of(
+                ProjectDay.objects.filter(days),
+                keys={"day": F("day")},
+                values=sums,
+                constants={"tag": tag, "kind": DAY},
+            )
+        )
+        if ask.only is None:
+            branches.append(
+                ROWS.of(
+                    ReopenRollup.objects.filter(days),
+                    values={
+                        "day": F("day"),
+                        "closed_at": F("closed_hour"),
+                        "issues_reopened": F("count"),
+                        "resolution_seconds": F("resolution_seconds"),
+                    },
+                    constants={"tag": tag, "kind": UNDONE},
+                )
+            )
+    return branches
 
 
-def open_count(*, project_ids: list[int]) -> int:
-    """Issues open or in progress now, from the counters the issue services keep."""
-    counts = IssueStatusCount.objects.filter(
-        project_id__in=project_ids, status__in=OPEN_STATUSES
-    ).values_list("count", flat=True)
-    return sum(counts)
+def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
+    """What happened in each asked span in these projects, in one query."""
+    branches = [branch for tag, ask in enumerate(asks) for branch in _branches(facts, ask, tag)]
+    spans = [Span() for _ask in asks]
+    for row in rows_read(ROWS.fetch(branches)):
+        span = spans[row.tag]
+        if row.kind != UNDONE:
+            span.days[row.day].add(row.stats)
+        if row.undone is not None:
+            span.undone.append(row.undone)
+    return spans
+
+
+def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime) -> Span:
+    """What happened in ``[start, end)`` in these projects."""
+    projects = list(Project.objects.filter(pk__in=project_ids).order_by("pk"))
+    return spans_read(facts=project_facts(projects), asks=[Ask(start, end)])[0]
 
 
 def human_duration(seconds: float | None) -> str | None:
@@ -162,30 +300,35 @@ def _average(total: int, count: int) -> int | None:
     return round(total / count) if count else None
 
 
-def _first_day(days: dict[date, Stats], projects: list[Project], end: datetime) -> date:
+def _first_day(days: dict[date, Stats], facts: list[Facts], end: datetime) -> date:
     candidates = [day for day, stats in days.items() if not stats.is_empty()]
-    candidates += [project.created_at.astimezone(UTC).date() for project in projects]
+    candidates += [project.created_at.astimezone(UTC).date() for project in facts]
     return min(candidates, default=end.astimezone(UTC).date())
 
 
 def metrics(*, projects: list[Project], period: Period) -> dict[str, Any]:
     """The metrics object of CONTRACT section 5 (see the README, Analytics, for each figure)."""
-    ids = [project.pk for project in projects]
-    span = daily_stats(project_ids=ids, start=period.start, end=period.end)
-    total = span.total()
-    start = period.start or day_start(_first_day(span.days, projects, period.end))
+    facts = project_facts(projects)
     month_start = day_start(period.end.astimezone(UTC).date().replace(day=1))
-    if start <= month_start:
+    asks = [Ask(period.start, period.end)]
+    # The commits of this month are the period's days from the 1st on, when the period covers
+    # the month so far (``all`` always does: its days run from the first activity on).
+    if period.start is not None and period.start > month_start:
+        asks.append(Ask(month_start, period.end, only=("commits",)))
+    span, *month = spans_read(facts=facts, asks=asks)
+    total = span.total()
+    start = period.start or day_start(_first_day(span.days, facts, period.end))
+    if month:
+        this_month = month[0].total().commits
+    else:
         this_month = sum(
             stats.commits for day, stats in span.days.items() if day >= month_start.date()
         )
-    else:
-        this_month = daily_stats(project_ids=ids, start=month_start, end=period.end).total().commits
     # Closed in the period and still closed: the period's closings, less those undone by a
     # reopening (which, following its closing, falls in the period too).
     undone, undone_seconds = span.undone_since(period.start)
     closed = total.issues_closed - undone
-    open_now = open_count(project_ids=ids)
+    open_now = sum(project.open_issues for project in facts)
     resolution = _average(total.resolution_seconds - undone_seconds, closed)
     review = _average(total.review_seconds, total.pull_requests_merged)
     return {
@@ -219,14 +362,14 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     requests that still exist: like deleted issues, a deleted comment leaves at once the days
     counted live, and the stored days at the next full rollup (nightly).
     """
-    ids = [project.pk for project in projects]
+    facts = project_facts(projects)
     end = period.end
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
-    days = daily_stats(project_ids=ids, start=start, end=end).days
-    first = start.date() if start else _first_day(days, projects, end)
+    days = spans_read(facts=facts, asks=[Ask(start, end)])[0].days
+    first = start.date() if start else _first_day(days, facts, end)
     last = end.astimezone(UTC).date()
     series = []
-    open_at_end = open_count(project_ids=ids)
+    open_at_end = sum(project.open_issues for project in facts)
     day = last
     # Walked back from today's live count: the open issues at the end of the day before are
     # those at the end of this one, less the day's openings and reopenings, plus its closings.
@@ -250,7 +393,7 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
         )
         day -= timedelta(days=1)
     series.reverse()
-    breakdown, as_of = breakdowns(project_ids=ids)
+    breakdown, as_of = breakdowns(facts=facts)
     return {
         "period": period.name,
         "from": iso_z(day_start(first)),
@@ -263,19 +406,30 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
 
 # Breakdowns ---------------------------------------------------------------------------------
 
-
-def _issue_total(project_ids: list[int]) -> dict[int, int]:
-    totals: dict[int, int] = defaultdict(int)
-    for project_id, count in IssueStatusCount.objects.filter(
-        project_id__in=project_ids
-    ).values_list("project_id", "count"):
-        totals[project_id] += count
-    return totals
+# The rows of the breakdowns' one statement. ``kind``: ISSUES, issues of a project grouped by
+# type, priority, assignee (with the assignee's name and email) and status; LABELS, label
+# links grouped by label name and the issue's status; SNAPSHOT, a stored snapshot.
+BREAKDOWN_ROWS = Rows(
+    kind=BigIntegerField(),
+    project=BigIntegerField(),
+    type=TextField(),
+    priority=TextField(),
+    assignee=BigIntegerField(null=True),
+    assignee_name=TextField(),
+    assignee_email=TextField(),
+    label=TextField(),
+    status=TextField(),
+    n=BigIntegerField(),
+    data=JSONField(),
+    computed_at=DateTimeField(),
+)
+ISSUES, LABELS, SNAPSHOT = 0, 1, 2
 
 
 def breakdown_needs_snapshot(*, project_ids: list[int]) -> bool:
     limit: int = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
-    return sum(_issue_total(project_ids).values()) > limit
+    total = IssueStatusCount.objects.filter(project_id__in=project_ids).aggregate(n=Sum("count"))
+    return (total["n"] or 0) > limit
 
 
 def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
@@ -296,47 +450,99 @@ def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> li
     return entries
 
 
-def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
-    """Issues of these projects by type, priority, assignee and label, each split into open
-    (open or in progress) and closed. Two grouped queries: one pass over the issues for the
-    first three (few combinations), one over their labels."""
-    by: dict[str, dict[Any, Any]] = {
-        name: defaultdict(dict) for name in ("type", "priority", "assignee")
-    }
-    groups = (
-        Issue.objects.filter(project_id__in=project_ids)
-        .order_by()
-        .values_list("type", "priority", "assignee_id", "status")
-        .annotate(n=Count("id"))
+class _Grouped:
+    """Live breakdown rows of some projects, summed."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, dict[Any, Any]] = {
+            name: defaultdict(dict) for name in ("type", "priority", "assignee", "label")
+        }
+        self.people: dict[str, str] = {}
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        column = BREAKDOWN_ROWS.index
+        status, count = row[column["status"]], int(row[column["n"]])
+        if row[column["kind"]] == LABELS:
+            keys = [("label", row[column["label"]])]
+        else:
+            assignee_id = row[column["assignee"]]
+            assignee = str(assignee_id) if assignee_id is not None else None
+            if assignee is not None and row[column["assignee_email"]] is not None:
+                self.people[assignee] = (
+                    row[column["assignee_name"]] or row[column["assignee_email"]]
+                )
+            keys = [
+                ("type", row[column["type"]]),
+                ("priority", row[column["priority"]]),
+                ("assignee", assignee),
+            ]
+        for name, key in keys:
+            self.by[name][key][status] = self.by[name][key].get(status, 0) + count
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "type": _entries(self.by["type"]),
+            "priority": _entries(self.by["priority"]),
+            "assignee": _entries(self.by["assignee"], {None: "unassigned", **self.people}),
+            "label": _entries(self.by["label"]),
+        }
+
+
+def _breakdown_branches(live: Q, label_live: Q, snapshots: list[int]) -> list[QuerySet[Any]]:
+    issues = BREAKDOWN_ROWS.of(
+        Issue.objects.filter(live),
+        keys={
+            "project": F("project_id"),
+            "type": F("type"),
+            "priority": F("priority"),
+            "assignee": F("assignee_id"),
+            # One per assignee: grouping by them changes no group, and names the people.
+            "assignee_name": F("assignee__name"),
+            "assignee_email": F("assignee__email"),
+            "status": F("status"),
+        },
+        values={"n": Count("id")},
+        constants={"kind": ISSUES},
     )
-    for issue_type, priority, assignee_id, status, count in groups:
-        assignee = str(assignee_id) if assignee_id is not None else None
-        for name, key in (("type", issue_type), ("priority", priority), ("assignee", assignee)):
-            by[name][key][status] = by[name][key].get(status, 0) + count
-    people = {
-        str(pk): name or email
-        for pk, name, email in User.objects.filter(
-            pk__in=[int(key) for key in by["assignee"] if key is not None]
-        ).values_list("pk", "name", "email")
-    }
-    result = {
-        "type": _entries(by["type"]),
-        "priority": _entries(by["priority"]),
-        "assignee": _entries(by["assignee"], {None: "unassigned", **people}),
-    }
-    labels: dict[str, Any] = defaultdict(dict)
     # Labels belong to their issue's project: reaching the pairs through the project's labels
     # reads that project's rows only (by the label index), not the whole pairs table.
-    pairs = (
-        Issue.labels.through.objects.filter(label__project_id__in=project_ids)
-        .order_by()
-        .values_list("label__name", "issue__status")
-        .annotate(n=Count("id"))
+    labels = BREAKDOWN_ROWS.of(
+        Issue.labels.through.objects.filter(label_live),
+        keys={
+            "project": F("label__project_id"),
+            "label": F("label__name"),
+            "status": F("issue__status"),
+        },
+        values={"n": Count("id")},
+        constants={"kind": LABELS},
     )
-    for key, status, count in pairs:
-        labels[key][status] = labels[key].get(status, 0) + count
-    result["label"] = _entries(labels)
-    return result
+    branches = [issues, labels]
+    if snapshots:
+        branches.append(
+            BREAKDOWN_ROWS.of(
+                BreakdownSnapshot.objects.filter(project_id__in=snapshots),
+                values={
+                    "project": F("project_id"),
+                    "data": F("data"),
+                    "computed_at": F("computed_at"),
+                },
+                constants={"kind": SNAPSHOT},
+            )
+        )
+    return branches
+
+
+def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
+    """Issues of these projects by type, priority, assignee and label, each split into open
+    (open or in progress) and closed, in one query: a pass over the issues for the first three
+    (few combinations), one over their labels."""
+    grouped = _Grouped()
+    live = Q(project_id__in=project_ids)
+    for row in BREAKDOWN_ROWS.fetch(
+        _breakdown_branches(live, Q(label__project_id__in=project_ids), [])
+    ):
+        grouped.add(row)
+    return grouped.result()
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -357,12 +563,11 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _status_breakdown(project_ids: list[int]) -> list[dict[str, Any]]:
+def _status_breakdown(facts: list[Facts]) -> list[dict[str, Any]]:
     counts = dict.fromkeys(Status.values, 0)
-    for status, count in IssueStatusCount.objects.filter(project_id__in=project_ids).values_list(
-        "status", "count"
-    ):
-        counts[status] += count
+    for project in facts:
+        for status, count in project.statuses.items():
+            counts[status] += count
     return [
         {
             "key": status,
@@ -375,28 +580,40 @@ def _status_breakdown(project_ids: list[int]) -> list[dict[str, Any]]:
     ]
 
 
-def breakdowns(*, project_ids: list[int]) -> tuple[dict[str, Any], datetime]:
+def breakdowns(*, facts: list[Facts]) -> tuple[dict[str, Any], datetime]:
     """The breakdowns and the time they describe: now for projects small enough to group
-    live (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones. The
-    status breakdown is always live: the issue services keep those counters."""
+    live (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones, in one
+    query. The status breakdown is always live: the issue services keep those counters."""
     now = timezone.now()
-    totals = _issue_total(project_ids)
     limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
-    large = [pk for pk in project_ids if totals.get(pk, 0) > limit]
-    small = [pk for pk in project_ids if pk not in large]
-    parts = [breakdowns_compute(project_ids=small)] if small else []
+    large = [project.project_id for project in facts if project.issues > limit]
+    small = [project.project_id for project in facts if project.project_id not in large]
+    # A large project without a snapshot yet (the rollup job has not run since it grew) is
+    # grouped live, in the same statement.
+    unstored = ~Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("project_id")))
+    live = Q(project_id__in=small) | Q(Q(project_id__in=large), unstored)
+    label_unstored = ~Exists(
+        BreakdownSnapshot.objects.filter(project_id=OuterRef("label__project_id"))
+    )
+    label_live = Q(label__project_id__in=small) | Q(Q(label__project_id__in=large), label_unstored)
+    grouped: dict[int, _Grouped] = defaultdict(_Grouped)
+    snapshots: dict[int, tuple[dict[str, Any], datetime]] = {}
+    column = BREAKDOWN_ROWS.index
+    rows = BREAKDOWN_ROWS.fetch(_breakdown_branches(live, label_live, large)) if facts else []
+    for row in rows:
+        project_id = int(row[column["project"]])
+        if row[column["kind"]] == SNAPSHOT:
+            snapshots[project_id] = (row[column["data"]], row[column["computed_at"]])
+        else:
+            grouped[project_id if project_id in large else 0].add(row)
+    parts = [grouped[0].result()] if small else []
     as_of = now
-    snapshots = {
-        snapshot.project_id: snapshot
-        for snapshot in BreakdownSnapshot.objects.filter(project_id__in=large)
-    }
     for pk in large:
-        snapshot = snapshots.get(pk)
-        if snapshot is None:
-            # Not stored yet (the rollup job has not run since the project grew): group live.
-            parts.append(breakdowns_compute(project_ids=[pk]))
-            continue
-        parts.append(snapshot.data)
-        as_of = min(as_of, snapshot.computed_at)
+        if pk in snapshots:
+            data, computed_at = snapshots[pk]
+            parts.append(data)
+            as_of = min(as_of, computed_at)
+        else:
+            parts.append(grouped[pk].result())
     result = parts[0] if len(parts) == 1 else _merge(parts)
-    return {"status": _status_breakdown(project_ids), **result}, as_of
+    return {"status": _status_breakdown(facts), **result}, as_of
