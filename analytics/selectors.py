@@ -192,7 +192,7 @@ class Ask:
     only: tuple[str, ...] | None = None
 
 
-def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
+def _span_branches(facts: list[Facts], ask: Ask, *, tag: int, layout: Rows) -> list[QuerySet[Any]]:
     """The reads of one span: each project's stored days within it, and the rest from the
     sources."""
     start, end = ask.start, ask.end
@@ -232,7 +232,7 @@ def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
     windows = [Window(tuple(ids), live_from, end) for live_from, ids in live.items()]
     if heads and rolled_first is not None:
         windows.append(Window(tuple(heads), start, day_start(rolled_first)))
-    branches = live_branches(windows, tag=tag, only=ask.only)
+    branches = live_branches(windows, tag=tag, only=ask.only, layout=layout)
     if stored:
         days = Q()
         for rolled_last, ids in stored.items():
@@ -241,7 +241,7 @@ def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
             days &= Q(day__gte=rolled_first)
         sums = {name: Sum(name) for name in STAT_FIELDS if ask.only is None or name in ask.only}
         branches.append(
-            ROWS.of(
+            layout.of(
                 ProjectDay.objects.filter(days),
                 keys={"day": F("day")},
                 values=sums,
@@ -250,7 +250,7 @@ def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
         )
         if ask.only is None:
             branches.append(
-                ROWS.of(
+                layout.of(
                     ReopenRollup.objects.filter(days),
                     values={
                         "day": F("day"),
@@ -264,11 +264,19 @@ def _branches(facts: list[Facts], ask: Ask, tag: int) -> list[QuerySet[Any]]:
     return branches
 
 
-def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
-    """What happened in each asked span in these projects, in one query."""
-    branches = [branch for tag, ask in enumerate(asks) for branch in _branches(facts, ask, tag)]
+def _spans_branches(
+    facts: list[Facts], asks: list[Ask], *, layout: Rows = ROWS
+) -> list[QuerySet[Any]]:
+    return [
+        branch
+        for tag, ask in enumerate(asks)
+        for branch in _span_branches(facts, ask, tag=tag, layout=layout)
+    ]
+
+
+def _spans_of(rows: list[tuple[Any, ...]], asks: list[Ask], *, layout: Rows = ROWS) -> list[Span]:
     spans = [Span() for _ask in asks]
-    for row in rows_read(ROWS.fetch(branches)):
+    for row in rows_read(rows, layout=layout):
         span = spans[row.tag]
         if row.kind != UNDONE:
             span.days[row.day].add(row.stats)
@@ -277,10 +285,9 @@ def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
     return spans
 
 
-def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime) -> Span:
-    """What happened in ``[start, end)`` in these projects."""
-    projects = list(Project.objects.filter(pk__in=project_ids).order_by("pk"))
-    return spans_read(facts=project_facts(projects), asks=[Ask(start, end)])[0]
+def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
+    """What happened in each asked span in these projects, in one query."""
+    return _spans_of(ROWS.fetch(_spans_branches(facts, asks)), asks)
 
 
 def human_duration(seconds: float | None) -> str | None:
@@ -365,7 +372,13 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     facts = project_facts(projects)
     end = period.end
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
-    days = spans_read(facts=facts, asks=[Ask(start, end)])[0].days
+    asks = [Ask(start, end)]
+    # The figures and the breakdowns in one statement.
+    breakdown = BreakdownPlan(facts)
+    rows = DASHBOARD_ROWS.fetch(
+        _spans_branches(facts, asks, layout=DASHBOARD_ROWS) + breakdown.branches()
+    )
+    days = _spans_of(rows, asks, layout=DASHBOARD_ROWS)[0].days
     first = start.date() if start else _first_day(days, facts, end)
     last = end.astimezone(UTC).date()
     series = []
@@ -393,25 +406,24 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
         )
         day -= timedelta(days=1)
     series.reverse()
-    breakdown, as_of = breakdowns(facts=facts)
+    breakdowns, as_of = breakdown.result(rows)
     return {
         "period": period.name,
         "from": iso_z(day_start(first)),
         "to": iso_z(end),
         "series": series,
-        "breakdowns": breakdown,
+        "breakdowns": breakdowns,
         "breakdowns_as_of": iso_z(as_of),
     }
 
 
 # Breakdowns ---------------------------------------------------------------------------------
 
-# The rows of the breakdowns' one statement. ``kind``: ISSUES, issues of a project grouped by
-# type, priority, assignee (with the assignee's name and email) and status; LABELS, label
-# links grouped by label name and the issue's status; SNAPSHOT, a stored snapshot.
-BREAKDOWN_ROWS = Rows(
-    kind=BigIntegerField(),
-    project=BigIntegerField(),
+# The rows of the breakdowns' reads, in the same statement as the dashboard's figures (``kind``
+# and ``project`` are the figures' columns): ISSUES, issues of a project grouped by type,
+# priority, assignee (with the assignee's name and email) and status; LABELS, label links
+# grouped by label name and the issue's status; SNAPSHOT, a stored snapshot.
+DASHBOARD_ROWS = ROWS.extended(
     type=TextField(),
     priority=TextField(),
     assignee=BigIntegerField(null=True),
@@ -423,7 +435,7 @@ BREAKDOWN_ROWS = Rows(
     data=JSONField(),
     computed_at=DateTimeField(),
 )
-ISSUES, LABELS, SNAPSHOT = 0, 1, 2
+ISSUES, LABELS, SNAPSHOT = 10, 11, 12  # apart from the figures' kinds
 
 
 def breakdown_needs_snapshot(*, project_ids: list[int]) -> bool:
@@ -460,7 +472,7 @@ class _Grouped:
         self.people: dict[str, str] = {}
 
     def add(self, row: tuple[Any, ...]) -> None:
-        column = BREAKDOWN_ROWS.index
+        column = DASHBOARD_ROWS.index
         status, count = row[column["status"]], int(row[column["n"]])
         if row[column["kind"]] == LABELS:
             keys = [("label", row[column["label"]])]
@@ -489,7 +501,7 @@ class _Grouped:
 
 
 def _breakdown_branches(live: Q, label_live: Q, snapshots: list[int]) -> list[QuerySet[Any]]:
-    issues = BREAKDOWN_ROWS.of(
+    issues = DASHBOARD_ROWS.of(
         Issue.objects.filter(live),
         keys={
             "project": F("project_id"),
@@ -506,7 +518,7 @@ def _breakdown_branches(live: Q, label_live: Q, snapshots: list[int]) -> list[Qu
     )
     # Labels belong to their issue's project: reaching the pairs through the project's labels
     # reads that project's rows only (by the label index), not the whole pairs table.
-    labels = BREAKDOWN_ROWS.of(
+    labels = DASHBOARD_ROWS.of(
         Issue.labels.through.objects.filter(label_live),
         keys={
             "project": F("label__project_id"),
@@ -519,7 +531,7 @@ def _breakdown_branches(live: Q, label_live: Q, snapshots: list[int]) -> list[Qu
     branches = [issues, labels]
     if snapshots:
         branches.append(
-            BREAKDOWN_ROWS.of(
+            DASHBOARD_ROWS.of(
                 BreakdownSnapshot.objects.filter(project_id__in=snapshots),
                 values={
                     "project": F("project_id"),
@@ -538,7 +550,7 @@ def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
     (few combinations), one over their labels."""
     grouped = _Grouped()
     live = Q(project_id__in=project_ids)
-    for row in BREAKDOWN_ROWS.fetch(
+    for row in DASHBOARD_ROWS.fetch(
         _breakdown_branches(live, Q(label__project_id__in=project_ids), [])
     ):
         grouped.add(row)
@@ -580,40 +592,59 @@ def _status_breakdown(facts: list[Facts]) -> list[dict[str, Any]]:
     ]
 
 
-def breakdowns(*, facts: list[Facts]) -> tuple[dict[str, Any], datetime]:
-    """The breakdowns and the time they describe: now for projects small enough to group
-    live (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones, in one
-    query. The status breakdown is always live: the issue services keep those counters."""
-    now = timezone.now()
-    limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
-    large = [project.project_id for project in facts if project.issues > limit]
-    small = [project.project_id for project in facts if project.project_id not in large]
-    # A large project without a snapshot yet (the rollup job has not run since it grew) is
-    # grouped live, in the same statement.
-    unstored = ~Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("project_id")))
-    live = Q(project_id__in=small) | Q(Q(project_id__in=large), unstored)
-    label_unstored = ~Exists(
-        BreakdownSnapshot.objects.filter(project_id=OuterRef("label__project_id"))
-    )
-    label_live = Q(label__project_id__in=small) | Q(Q(label__project_id__in=large), label_unstored)
-    grouped: dict[int, _Grouped] = defaultdict(_Grouped)
-    snapshots: dict[int, tuple[dict[str, Any], datetime]] = {}
-    column = BREAKDOWN_ROWS.index
-    rows = BREAKDOWN_ROWS.fetch(_breakdown_branches(live, label_live, large)) if facts else []
-    for row in rows:
-        project_id = int(row[column["project"]])
-        if row[column["kind"]] == SNAPSHOT:
-            snapshots[project_id] = (row[column["data"]], row[column["computed_at"]])
-        else:
-            grouped[project_id if project_id in large else 0].add(row)
-    parts = [grouped[0].result()] if small else []
-    as_of = now
-    for pk in large:
-        if pk in snapshots:
-            data, computed_at = snapshots[pk]
-            parts.append(data)
-            as_of = min(as_of, computed_at)
-        else:
-            parts.append(grouped[pk].result())
-    result = parts[0] if len(parts) == 1 else _merge(parts)
-    return {"status": _status_breakdown(facts), **result}, as_of
+class BreakdownPlan:
+    """The breakdowns of some projects: now for those small enough to group live
+    (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones, and the
+    status breakdown always live (the issue services keep those counters). ``branches``
+    are the reads (for one statement with others), ``result`` the breakdowns from their rows
+    with the time they describe."""
+
+    def __init__(self, facts: list[Facts]) -> None:
+        self.facts = facts
+        limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
+        self.large = [project.project_id for project in facts if project.issues > limit]
+        self.small = [
+            project.project_id for project in facts if project.project_id not in self.large
+        ]
+        self.now = timezone.now()
+
+    def branches(self) -> list[QuerySet[Any]]:
+        if not self.facts:
+            return []
+        small, large = self.small, self.large
+        # A large project without a snapshot yet (the rollup job has not run since it grew)
+        # is grouped live, in the same statement.
+        unstored = ~Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("project_id")))
+        live = Q(project_id__in=small) | Q(Q(project_id__in=large), unstored)
+        label_unstored = ~Exists(
+            BreakdownSnapshot.objects.filter(project_id=OuterRef("label__project_id"))
+        )
+        label_live = Q(label__project_id__in=small) | Q(
+            Q(label__project_id__in=large), label_unstored
+        )
+        return _breakdown_branches(live, label_live, large)
+
+    def result(self, rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], datetime]:
+        grouped: dict[int, _Grouped] = defaultdict(_Grouped)
+        snapshots: dict[int, tuple[dict[str, Any], datetime]] = {}
+        column = DASHBOARD_ROWS.index
+        for row in rows:
+            kind = row[column["kind"]]
+            if kind not in (ISSUES, LABELS, SNAPSHOT):
+                continue
+            project_id = int(row[column["project"]])
+            if kind == SNAPSHOT:
+                snapshots[project_id] = (row[column["data"]], row[column["computed_at"]])
+            else:
+                grouped[project_id if project_id in self.large else 0].add(row)
+        parts = [grouped[0].result()] if self.small else []
+        as_of = self.now
+        for pk in self.large:
+            if pk in snapshots:
+                data, computed_at = snapshots[pk]
+                parts.append(data)
+                as_of = min(as_of, computed_at)
+            else:
+                parts.append(grouped[pk].result())
+        result = parts[0] if len(parts) == 1 else _merge(parts)
+        return {"status": _status_breakdown(self.facts), **result}, as_of

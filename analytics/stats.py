@@ -111,6 +111,7 @@ ROWS = Rows(
     created_at=DateTimeField(),
 )
 DAY, REOPENING, UNDONE = 0, 1, 2
+KINDS = (DAY, REOPENING, UNDONE)
 
 
 def _within(windows: Iterable[Window], project: str, column: str) -> Q:
@@ -135,10 +136,14 @@ def _duration(later: str, earlier: str):
 
 
 def live_branches(
-    windows: Sequence[Window], *, tag: int = 0, only: Iterable[str] | None = None
+    windows: Sequence[Window],
+    *,
+    tag: int = 0,
+    only: Iterable[str] | None = None,
+    layout: Rows = ROWS,
 ) -> list[QuerySet]:
     """The reads counting the windows from the sources, by (project id, UTC day), as rows of
-    ``ROWS`` (``only``: just the reads that fill these STAT_FIELDS):
+    ``layout`` (``ROWS`` or one extending it), ``only`` the reads that fill these STAT_FIELDS:
 
     - issues_opened: issues created (issues deleted since are gone from the sources);
     - issues_closed / resolution_seconds: closings (a status change to closed, or an issue
@@ -160,7 +165,7 @@ def live_branches(
     def add(fills: set[str], queryset: QuerySet, project: str, column: str, **values) -> None:
         if fills & wanted:
             branches.append(
-                ROWS.of(
+                layout.of(
                     queryset,
                     keys={"project": F(project), "day": _day(column)},
                     values=values,
@@ -198,7 +203,7 @@ def live_branches(
             .values("created_at")[:1]
         )
         branches.append(
-            ROWS.of(
+            layout.of(
                 changes.filter(old_value=CLOSED),
                 values={
                     "project": F("issue__project_id"),
@@ -282,14 +287,18 @@ class Row:
     undone: tuple[datetime, int, int] | None
 
 
-def rows_read(rows: Iterable[tuple]) -> Iterator[Row]:
-    """Rows of ``ROWS`` as fetched, with durations in whole seconds (summed per row, as the
-    rollups store them)."""
-    stat_at = [ROWS.index[name] for name in STAT_FIELDS]
-    resolution, review = ROWS.index["resolution_time"], ROWS.index["review_time"]
-    closed_at, created_at = ROWS.index["closed_at"], ROWS.index["created_at"]
+def rows_read(rows: Iterable[tuple], *, layout: Rows = ROWS) -> Iterator[Row]:
+    """Rows of ``layout`` as fetched (those of the kinds above), with durations in whole
+    seconds (summed per row, as the rollups store them)."""
+    column = layout.index
+    stat_at = [column[name] for name in STAT_FIELDS]
+    resolution, review = column["resolution_time"], column["review_time"]
+    closed_at, created_at = column["closed_at"], column["created_at"]
     for row in rows:
-        tag, kind, project, day = int(row[0]), int(row[1]), int(row[2]), row[3]
+        kind = int(row[column["kind"]])
+        if kind not in KINDS:
+            continue
+        tag, project, day = int(row[column["tag"]]), int(row[column["project"]]), row[column["day"]]
         counts = dict(zip(STAT_FIELDS, (int(row[index]) for index in stat_at), strict=True))
         undone = None
         if kind == UNDONE:

@@ -21,6 +21,14 @@ class Rows:
         self.columns = columns
         self.index = {name: position for position, name in enumerate(columns)}
 
+    def extended(self, **columns: Field) -> "Rows":
+        """These rows with more columns after theirs: reads of both kinds then go in one
+        statement, each leaving the other's columns blank."""
+        shared = sorted(set(columns) & set(self.columns))
+        if shared:
+            raise ValueError(f"Columns already there: {shared}")
+        return Rows(**self.columns, **columns)
+
     def _blank(self, name: str) -> Any:
         column = self.columns[name]
         if isinstance(column, IntegerField):
