@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import (
@@ -45,7 +45,7 @@ from projects.selectors import project_visible
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import Period, day_start
 from .stats import DAY, ROWS, STAT_FIELDS, UNDONE, Stats, Window, live_branches, rows_read
-from .unions import Rows
+from .unions import Prepared, Rows
 
 OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
 
@@ -60,6 +60,7 @@ FACTS: dict[str, Any] = {
     "analytics_partial_through": Subquery(
         RollupState.objects.filter(project_id=OuterRef("pk")).values("partial_through")[:1]
     ),
+    "analytics_snapshot": Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("pk"))),
     **{
         f"analytics_{status}": Subquery(
             IssueStatusCount.objects.filter(project_id=OuterRef("pk"), status=status).values(
@@ -74,13 +75,15 @@ FACTS: dict[str, Any] = {
 @dataclass(frozen=True)
 class Facts:
     """A project as the analytics see it: when it was created, how far its rollups go (see
-    ``RollupState``), and its issues by status (the issue services' counters)."""
+    ``RollupState``), its issues by status (the issue services' counters), and whether it has
+    a stored breakdown snapshot."""
 
     project_id: int
     created_at: datetime
     through: date | None
     partial_through: datetime | None
     statuses: dict[str, int]
+    has_snapshot: bool
 
     @property
     def open_issues(self) -> int:
@@ -98,6 +101,7 @@ def _facts_of(project: Project, values: dict[str, Any]) -> Facts:
         through=values["analytics_through"],
         partial_through=values["analytics_partial_through"],
         statuses={status: values[f"analytics_{status}"] or 0 for status in Status.values},
+        has_snapshot=bool(values["analytics_snapshot"]),
     )
 
 
@@ -192,9 +196,20 @@ class Ask:
     only: tuple[str, ...] | None = None
 
 
-def _span_branches(facts: list[Facts], ask: Ask, *, tag: int, layout: Rows) -> list[QuerySet[Any]]:
-    """The reads of one span: each project's stored days within it, and the rest from the
-    sources."""
+class SpanPlan(NamedTuple):
+    """How one asked span is read: from the sources in ``windows``; from the stored days,
+    from ``first`` on (all of them when None), each group of projects up to its last day
+    (``stored``: (project ids, last day)); ``only`` these STAT_FIELDS (all when None)."""
+
+    only: tuple[str, ...] | None
+    windows: tuple[Window, ...]
+    stored: tuple[tuple[tuple[int, ...], date], ...]
+    first: date | None
+
+
+def span_plan(facts: list[Facts], ask: Ask) -> SpanPlan:
+    """Where each project's figures for the span come from: its stored days within it, and
+    the rest from the sources."""
     start, end = ask.start, ask.end
     rolled_first = None
     if start is not None:
@@ -232,14 +247,23 @@ def _span_branches(facts: list[Facts], ask: Ask, *, tag: int, layout: Rows) -> l
     windows = [Window(tuple(ids), live_from, end) for live_from, ids in live.items()]
     if heads and rolled_first is not None:
         windows.append(Window(tuple(heads), start, day_start(rolled_first)))
-    branches = live_branches(windows, tag=tag, only=ask.only, layout=layout)
-    if stored:
+    return SpanPlan(
+        only=ask.only,
+        windows=tuple(windows),
+        stored=tuple((tuple(ids), last) for last, ids in stored.items()),
+        first=rolled_first if stored else None,
+    )
+
+
+def _span_branches(plan: SpanPlan, *, tag: int, layout: Rows) -> list[QuerySet[Any]]:
+    branches = live_branches(plan.windows, tag=tag, only=plan.only, layout=layout)
+    if plan.stored:
         days = Q()
-        for rolled_last, ids in stored.items():
-            days |= Q(project_id__in=ids, day__lte=rolled_last)
-        if rolled_first is not None:
-            days &= Q(day__gte=rolled_first)
-        sums = {name: Sum(name) for name in STAT_FIELDS if ask.only is None or name in ask.only}
+        for ids, last in plan.stored:
+            days |= Q(project_id__in=ids, day__lte=last)
+        if plan.first is not None:
+            days &= Q(day__gte=plan.first)
+        sums = {name: Sum(name) for name in STAT_FIELDS if plan.only is None or name in plan.only}
         branches.append(
             layout.of(
                 ProjectDay.objects.filter(days),
@@ -248,7 +272,7 @@ def _span_branches(facts: list[Facts], ask: Ask, *, tag: int, layout: Rows) -> l
                 constants={"tag": tag, "kind": DAY},
             )
         )
-        if ask.only is None:
+        if plan.only is None:
             branches.append(
                 layout.of(
                     ReopenRollup.objects.filter(days),
@@ -264,18 +288,16 @@ def _span_branches(facts: list[Facts], ask: Ask, *, tag: int, layout: Rows) -> l
     return branches
 
 
-def _spans_branches(
-    facts: list[Facts], asks: list[Ask], *, layout: Rows = ROWS
-) -> list[QuerySet[Any]]:
+def _spans_branches(plans: tuple[SpanPlan, ...], *, layout: Rows = ROWS) -> list[QuerySet[Any]]:
     return [
         branch
-        for tag, ask in enumerate(asks)
-        for branch in _span_branches(facts, ask, tag=tag, layout=layout)
+        for tag, plan in enumerate(plans)
+        for branch in _span_branches(plan, tag=tag, layout=layout)
     ]
 
 
-def _spans_of(rows: list[tuple[Any, ...]], asks: list[Ask], *, layout: Rows = ROWS) -> list[Span]:
-    spans = [Span() for _ask in asks]
+def _spans_of(rows: list[tuple[Any, ...]], count: int, *, layout: Rows = ROWS) -> list[Span]:
+    spans = [Span() for _tag in range(count)]
     for row in rows_read(rows, layout=layout):
         span = spans[row.tag]
         if row.kind != UNDONE:
@@ -285,9 +307,14 @@ def _spans_of(rows: list[tuple[Any, ...]], asks: list[Ask], *, layout: Rows = RO
     return spans
 
 
+# The statement of every metrics request, compiled once per shape of its plan.
+_SPANS = Prepared(_spans_branches)
+
+
 def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
     """What happened in each asked span in these projects, in one query."""
-    return _spans_of(ROWS.fetch(_spans_branches(facts, asks)), asks)
+    plans = tuple(span_plan(facts, ask) for ask in asks)
+    return _spans_of(_SPANS.fetch(plans), len(asks))
 
 
 def human_duration(seconds: float | None) -> str | None:
@@ -372,13 +399,10 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     facts = project_facts(projects)
     end = period.end
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
-    asks = [Ask(start, end)]
     # The figures and the breakdowns in one statement.
-    breakdown = BreakdownPlan(facts)
-    rows = DASHBOARD_ROWS.fetch(
-        _spans_branches(facts, asks, layout=DASHBOARD_ROWS) + breakdown.branches()
-    )
-    days = _spans_of(rows, asks, layout=DASHBOARD_ROWS)[0].days
+    breakdowns = Breakdowns(facts)
+    rows = _DASHBOARD.fetch(((span_plan(facts, Ask(start, end)),), breakdowns.plan))
+    days = _spans_of(rows, 1, layout=DASHBOARD_ROWS)[0].days
     first = start.date() if start else _first_day(days, facts, end)
     last = end.astimezone(UTC).date()
     series = []
@@ -406,13 +430,13 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
         )
         day -= timedelta(days=1)
     series.reverse()
-    breakdowns, as_of = breakdown.result(rows)
+    breakdown, as_of = breakdowns.result(rows)
     return {
         "period": period.name,
         "from": iso_z(day_start(first)),
         "to": iso_z(end),
         "series": series,
-        "breakdowns": breakdowns,
+        "breakdowns": breakdown,
         "breakdowns_as_of": iso_z(as_of),
     }
 
@@ -500,39 +524,51 @@ class _Grouped:
         }
 
 
-def _breakdown_branches(live: Q, label_live: Q, snapshots: list[int]) -> list[QuerySet[Any]]:
-    issues = DASHBOARD_ROWS.of(
-        Issue.objects.filter(live),
-        keys={
-            "project": F("project_id"),
-            "type": F("type"),
-            "priority": F("priority"),
-            "assignee": F("assignee_id"),
-            # One per assignee: grouping by them changes no group, and names the people.
-            "assignee_name": F("assignee__name"),
-            "assignee_email": F("assignee__email"),
-            "status": F("status"),
-        },
-        values={"n": Count("id")},
-        constants={"kind": ISSUES},
-    )
-    # Labels belong to their issue's project: reaching the pairs through the project's labels
-    # reads that project's rows only (by the label index), not the whole pairs table.
-    labels = DASHBOARD_ROWS.of(
-        Issue.labels.through.objects.filter(label_live),
-        keys={
-            "project": F("label__project_id"),
-            "label": F("label__name"),
-            "status": F("issue__status"),
-        },
-        values={"n": Count("id")},
-        constants={"kind": LABELS},
-    )
-    branches = [issues, labels]
-    if snapshots:
+class BreakdownPlan(NamedTuple):
+    """Projects whose issues are grouped live, and those whose snapshot is read."""
+
+    live: tuple[int, ...]
+    stored: tuple[int, ...]
+
+
+def _breakdown_branches(plan: BreakdownPlan) -> list[QuerySet[Any]]:
+    branches = []
+    if plan.live:
         branches.append(
             DASHBOARD_ROWS.of(
-                BreakdownSnapshot.objects.filter(project_id__in=snapshots),
+                Issue.objects.filter(project_id__in=plan.live),
+                keys={
+                    "project": F("project_id"),
+                    "type": F("type"),
+                    "priority": F("priority"),
+                    "assignee": F("assignee_id"),
+                    # One per assignee: grouping by them changes no group, and names the people.
+                    "assignee_name": F("assignee__name"),
+                    "assignee_email": F("assignee__email"),
+                    "status": F("status"),
+                },
+                values={"n": Count("id")},
+                constants={"kind": ISSUES},
+            )
+        )
+        # Labels belong to their issue's project: reaching the pairs through the project's
+        # labels reads that project's rows only (by the label index), not the whole table.
+        branches.append(
+            DASHBOARD_ROWS.of(
+                Issue.labels.through.objects.filter(label__project_id__in=plan.live),
+                keys={
+                    "project": F("label__project_id"),
+                    "label": F("label__name"),
+                    "status": F("issue__status"),
+                },
+                values={"n": Count("id")},
+                constants={"kind": LABELS},
+            )
+        )
+    if plan.stored:
+        branches.append(
+            DASHBOARD_ROWS.of(
+                BreakdownSnapshot.objects.filter(project_id__in=plan.stored),
                 values={
                     "project": F("project_id"),
                     "data": F("data"),
@@ -549,10 +585,8 @@ def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
     (open or in progress) and closed, in one query: a pass over the issues for the first three
     (few combinations), one over their labels."""
     grouped = _Grouped()
-    live = Q(project_id__in=project_ids)
-    for row in DASHBOARD_ROWS.fetch(
-        _breakdown_branches(live, Q(label__project_id__in=project_ids), [])
-    ):
+    plan = BreakdownPlan(live=tuple(project_ids), stored=())
+    for row in DASHBOARD_ROWS.fetch(_breakdown_branches(plan)):
         grouped.add(row)
     return grouped.result()
 
@@ -592,37 +626,24 @@ def _status_breakdown(facts: list[Facts]) -> list[dict[str, Any]]:
     ]
 
 
-class BreakdownPlan:
+class Breakdowns:
     """The breakdowns of some projects: now for those small enough to group live
-    (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones, and the
-    status breakdown always live (the issue services keep those counters). ``branches``
-    are the reads (for one statement with others), ``result`` the breakdowns from their rows
-    with the time they describe."""
+    (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones (grouped live
+    too while they have none: the rollup job has not run since they grew), and the status
+    breakdown always live (the issue services keep those counters). ``plan`` says what to
+    read, ``result`` gives the breakdowns from the rows read, with the time they describe."""
 
     def __init__(self, facts: list[Facts]) -> None:
         self.facts = facts
         limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
         self.large = [project.project_id for project in facts if project.issues > limit]
-        self.small = [
-            project.project_id for project in facts if project.project_id not in self.large
-        ]
+        self.small = [project.project_id for project in facts if project.issues <= limit]
+        stored = {project.project_id for project in facts if project.has_snapshot}
+        self.plan = BreakdownPlan(
+            live=(*self.small, *(pk for pk in self.large if pk not in stored)),
+            stored=tuple(pk for pk in self.large if pk in stored),
+        )
         self.now = timezone.now()
-
-    def branches(self) -> list[QuerySet[Any]]:
-        if not self.facts:
-            return []
-        small, large = self.small, self.large
-        # A large project without a snapshot yet (the rollup job has not run since it grew)
-        # is grouped live, in the same statement.
-        unstored = ~Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("project_id")))
-        live = Q(project_id__in=small) | Q(Q(project_id__in=large), unstored)
-        label_unstored = ~Exists(
-            BreakdownSnapshot.objects.filter(project_id=OuterRef("label__project_id"))
-        )
-        label_live = Q(label__project_id__in=small) | Q(
-            Q(label__project_id__in=large), label_unstored
-        )
-        return _breakdown_branches(live, label_live, large)
 
     def result(self, rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], datetime]:
         grouped: dict[int, _Grouped] = defaultdict(_Grouped)
@@ -644,7 +665,19 @@ class BreakdownPlan:
                 data, computed_at = snapshots[pk]
                 parts.append(data)
                 as_of = min(as_of, computed_at)
+            elif pk in self.plan.stored:
+                # Deleted since the project's row was read (it has become small): group live.
+                parts.append(breakdowns_compute(project_ids=[pk]))
             else:
                 parts.append(grouped[pk].result())
         result = parts[0] if len(parts) == 1 else _merge(parts)
         return {"status": _status_breakdown(self.facts), **result}, as_of
+
+
+def _dashboard_branches(plan: tuple[tuple[SpanPlan, ...], BreakdownPlan]) -> list[QuerySet[Any]]:
+    spans, breakdowns = plan
+    return _spans_branches(spans, layout=DASHBOARD_ROWS) + _breakdown_branches(breakdowns)
+
+
+# The statement of every dashboard request, compiled once per shape of its plan.
+_DASHBOARD = Prepared(_dashboard_branches)

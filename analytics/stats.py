@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import reduce
+from typing import NamedTuple
 
 from django.db.models import (
     BigIntegerField,
@@ -80,10 +81,9 @@ class Collected:
     reopens: Reopens = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """What to count from the sources: these projects' ``[start, end)`` (open-ended where
-    None)."""
+    None). A tuple, so it can be part of an ``analytics.unions.Prepared`` plan."""
 
     project_ids: tuple[int, ...]
     start: datetime | None
