@@ -37,10 +37,11 @@ from django.utils import timezone
 
 from accounts.models import Membership, User
 from accounts.roles import role_remember
+from collab.api.prepared import PreparedQuery
 from collab.api.renderers import iso_z
 from issues.models import Issue, IssueStatusCount, Status
 from projects.models import Project, ProjectMember
-from projects.selectors import project_visible
+from projects.selectors import PROJECT_FIELDS, project_visible
 
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import Period, day_start
@@ -123,39 +124,61 @@ def project_facts(projects: Iterable[Project]) -> list[Facts]:
     ]
 
 
-def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None:
-    """The projects of a workspace the user may see, by id, with their facts; None when the
-    user is not a member of the workspace (whether it exists or not).
+_READER = ("reader_role", "reader_on_team", *FACTS)
 
-    One query: every project of the workspace with the reader's role and team seat (as
-    ``ProjectLookup`` reads them), the visibility rule applied here (``project_visible``). A
-    second only when the workspace shows no project, to tell a member from a stranger.
-    """
-    rows = list(
+
+def _workspace_rows(*, workspace_id: int, user_id: int) -> QuerySet[Project, dict[str, Any]]:
+    rows: QuerySet[Project, dict[str, Any]] = (
         Project.objects.filter(workspace_id=workspace_id)
         .annotate(
             reader_role=Subquery(
                 Membership.objects.filter(
-                    workspace_id=OuterRef("workspace_id"), user_id=user.pk
+                    workspace_id=OuterRef("workspace_id"), user_id=user_id
                 ).values("role")[:1]
             ),
             reader_on_team=Exists(
-                ProjectMember.objects.filter(project_id=OuterRef("pk"), user_id=user.pk)
+                ProjectMember.objects.filter(project_id=OuterRef("pk"), user_id=user_id)
             ),
             **FACTS,
         )
         .order_by("pk")
+        .values(*PROJECT_FIELDS, *_READER)
     )
+    return rows
+
+
+_WORKSPACE_PROJECTS = PreparedQuery(_workspace_rows, workspace_id=int, user_id=int)
+
+
+def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None:
+    """The projects of a workspace the user may see, by id, with their facts; None when the
+    user is not a member of the workspace (whether it exists or not).
+
+    One query (compiled once): every project of the workspace with the reader's role and team
+    seat (as ``ProjectLookup`` reads them), the visibility rule applied here
+    (``project_visible``). A second only when the workspace shows no project, to tell a
+    member from a stranger.
+    """
+    rows = _WORKSPACE_PROJECTS.rows(workspace_id=workspace_id, user_id=user.pk)
     if not rows:
         member = Membership.objects.filter(workspace_id=workspace_id, user_id=user.pk)
         return [] if member.exists() else None
-    role = rows[0].reader_role
+    role = rows[0]["reader_role"]
     if role is None:
         return None
     role_remember(user, workspace_id, role)
-    for project in rows:
+    projects = []
+    for row in rows:
+        project = Project.from_db(
+            _WORKSPACE_PROJECTS.alias, PROJECT_FIELDS, [row[name] for name in PROJECT_FIELDS]
+        )
+        for name in _READER:
+            setattr(project, name, row[name])
+        # Whom reader_role and reader_on_team describe.
         project.reader_id = user.pk
-    return [project for project in rows if project_visible(user=user, project=project)]
+        if project_visible(user=user, project=project):
+            projects.append(project)
+    return projects
 
 
 # Spans ---------------------------------------------------------------------------------------
