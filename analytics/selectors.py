@@ -160,14 +160,18 @@ def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None
     member from a stranger.
     """
     rows = _WORKSPACE_PROJECTS.rows(workspace_id=workspace_id, user_id=user.pk)
-    if not rows:
-        member = Membership.objects.filter(workspace_id=workspace_id, user_id=user.pk)
-        return [] if member.exists() else None
-    role = rows[0]["reader_role"]
+    if rows:
+        role = rows[0]["reader_role"]
+    else:
+        role = (
+            Membership.objects.filter(workspace_id=workspace_id, user_id=user.pk)
+            .values_list("role", flat=True)
+            .first()
+        )
     if role is None:
         return None
     role_remember(user, workspace_id, role)
-    projects = []
+    projects: list[Project] = []
     for row in rows:
         project = Project.from_db(
             _WORKSPACE_PROJECTS.alias, PROJECT_FIELDS, [row[name] for name in PROJECT_FIELDS]
