@@ -1,36 +1,191 @@
 """Reads of the analytics app: metrics, daily series and breakdowns.
 
 Figures for a span come from the stored daily rollups for the days the rollup job has
-covered, and from the sources (``stats.stats_collect``) for the rest: today, the start of an
+covered, and from the sources (``stats.live_branches``) for the rest: today, the start of an
 ``h`` period that falls inside a day, and any day the job has not reached yet. A request
 therefore reads at most one rollup row per day of its period plus what happened since
 midnight, whatever the number of issues.
+
+What a request needs to know of its projects first (how far their rollups go, their issue
+counters) comes with the projects' own row (``FACTS``, annotations of the project lookup);
+then the figures of every span are one statement, and the breakdowns another (both a
+``UNION ALL``: ``analytics.unions``), whatever the number of projects.
 """
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import (
+    BigIntegerField,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    TextField,
+)
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Membership, User
+from accounts.roles import role_remember
+from collab.api.prepared import PreparedQuery
 from collab.api.renderers import iso_z
 from issues.models import Issue, IssueStatusCount, Status
-from projects.models import Project
-from projects.selectors import project_visibility_q
+from projects.models import Project, ProjectMember
+from projects.selectors import PROJECT_FIELDS, project_visible
 
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import Period, day_start
-from .stats import STAT_FIELDS, Stats, stats_collect
+from .stats import DAY, ROWS, STAT_FIELDS, UNDONE, Stats, Window, live_branches, rows_read
+from .unions import Prepared, Rows
 
 OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
 
+# Facts ---------------------------------------------------------------------------------------
 
-def workspace_projects(*, user: User, workspace_id: int) -> QuerySet[Project]:
-    return Project.objects.filter(project_visibility_q(user), workspace_id=workspace_id)
+# What the analytics of a project read first, as annotations of its row (``OuterRef("pk")``):
+# views ask for them with the project itself (``projects.selectors.ProjectLookup``).
+FACTS: dict[str, Any] = {
+    "analytics_through": Subquery(
+        RollupState.objects.filter(project_id=OuterRef("pk")).values("through")[:1]
+    ),
+    "analytics_partial_through": Subquery(
+        RollupState.objects.filter(project_id=OuterRef("pk")).values("partial_through")[:1]
+    ),
+    "analytics_snapshot": Exists(BreakdownSnapshot.objects.filter(project_id=OuterRef("pk"))),
+    **{
+        f"analytics_{status}": Subquery(
+            IssueStatusCount.objects.filter(project_id=OuterRef("pk"), status=status).values(
+                "count"
+            )[:1]
+        )
+        for status in Status.values
+    },
+}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A project as the analytics see it: when it was created, how far its rollups go (see
+    ``RollupState``), its issues by status (the issue services' counters), and whether it has
+    a stored breakdown snapshot."""
+
+    project_id: int
+    created_at: datetime
+    through: date | None
+    partial_through: datetime | None
+    statuses: dict[str, int]
+    has_snapshot: bool
+
+    @property
+    def open_issues(self) -> int:
+        return sum(self.statuses[status] for status in OPEN_STATUSES)
+
+    @property
+    def issues(self) -> int:
+        return sum(self.statuses.values())
+
+
+def _facts_of(project: Project, values: dict[str, Any]) -> Facts:
+    return Facts(
+        project_id=project.pk,
+        created_at=project.created_at,
+        through=values["analytics_through"],
+        partial_through=values["analytics_partial_through"],
+        statuses={status: values[f"analytics_{status}"] or 0 for status in Status.values},
+        has_snapshot=bool(values["analytics_snapshot"]),
+    )
+
+
+def project_facts(projects: Iterable[Project]) -> list[Facts]:
+    """The facts of these projects: from their rows when they were read with ``FACTS``, else
+    in one query."""
+    projects = list(projects)
+    missing = [project.pk for project in projects if not hasattr(project, "analytics_through")]
+    loaded = {
+        row["pk"]: row
+        for row in Project.objects.filter(pk__in=missing)
+        .order_by()
+        .annotate(**FACTS)
+        .values("pk", *FACTS)
+    }
+    return [
+        _facts_of(project, loaded[project.pk] if project.pk in loaded else vars(project))
+        for project in projects
+    ]
+
+
+_READER = ("reader_role", "reader_on_team", *FACTS)
+
+
+def _workspace_rows(*, workspace_id: int, user_id: int) -> QuerySet[Project, dict[str, Any]]:
+    rows: QuerySet[Project, dict[str, Any]] = (
+        Project.objects.filter(workspace_id=workspace_id)
+        .annotate(
+            reader_role=Subquery(
+                Membership.objects.filter(
+                    workspace_id=OuterRef("workspace_id"), user_id=user_id
+                ).values("role")[:1]
+            ),
+            reader_on_team=Exists(
+                ProjectMember.objects.filter(project_id=OuterRef("pk"), user_id=user_id)
+            ),
+            **FACTS,
+        )
+        .order_by("pk")
+        .values(*PROJECT_FIELDS, *_READER)
+    )
+    return rows
+
+
+_WORKSPACE_PROJECTS = PreparedQuery(_workspace_rows, workspace_id=int, user_id=int)
+
+
+def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None:
+    """The projects of a workspace the user may see, by id, with their facts; None when the
+    user is not a member of the workspace (whether it exists or not).
+
+    One query (compiled once): every project of the workspace with the reader's role and team
+    seat (as ``ProjectLookup`` reads them), the visibility rule applied here
+    (``project_visible``). A second only when the workspace shows no project, to tell a
+    member from a stranger.
+    """
+    rows = _WORKSPACE_PROJECTS.rows(workspace_id=workspace_id, user_id=user.pk)
+    if rows:
+        role = rows[0]["reader_role"]
+    else:
+        role = (
+            Membership.objects.filter(workspace_id=workspace_id, user_id=user.pk)
+            .values_list("role", flat=True)
+            .first()
+        )
+    if role is None:
+        return None
+    role_remember(user, workspace_id, role)
+    projects: list[Project] = []
+    for row in rows:
+        project = Project.from_db(
+            _WORKSPACE_PROJECTS.alias, PROJECT_FIELDS, [row[name] for name in PROJECT_FIELDS]
+        )
+        for name in _READER:
+            setattr(project, name, row[name])
+        # Whom reader_role and reader_on_team describe.
+        project.reader_id = user.pk
+        if project_visible(user=user, project=project):
+            projects.append(project)
+    return projects
+
+
+# Spans ---------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -58,91 +213,135 @@ class Span:
         return count, seconds
 
 
-def daily_stats(*, project_ids: list[int], start: datetime | None, end: datetime) -> Span:
-    """What happened in ``[start, end)`` in these projects."""
-    span = Span()
-    states = {
-        project_id: (through, partial_through)
-        for project_id, through, partial_through in RollupState.objects.filter(
-            project_id__in=project_ids
-        ).values_list("project_id", "through", "partial_through")
-    }
-    # Projects are grouped by how far their rollups go (almost always one group): a project
-    # the job has not reached yet is counted live without making the others live too.
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for project_id in project_ids:
-        groups[states.get(project_id, (None, None))].append(project_id)
-    for (through, partial_through), ids in groups.items():
-        _span_add(
-            span,
-            project_ids=ids,
-            through=through,
-            partial_through=partial_through,
-            start=start,
-            end=end,
-        )
-    return span
+@dataclass(frozen=True)
+class Ask:
+    """A span one request wants: ``[start, end)`` (from the beginning when start is None),
+    and, with ``only``, just these STAT_FIELDS."""
+
+    start: datetime | None
+    end: datetime
+    only: tuple[str, ...] | None = None
 
 
-def _span_add(
-    span: Span,
-    *,
-    project_ids: list[int],
-    through: date | None,
-    partial_through: datetime | None,
-    start: datetime | None,
-    end: datetime,
-) -> None:
-    live: list[tuple[datetime | None, datetime]] = []
+class SpanPlan(NamedTuple):
+    """How one asked span is read: from the sources in ``windows``; from the stored days,
+    from ``first`` on (all of them when None), each group of projects up to its last day
+    (``stored``: (project ids, last day)); ``only`` these STAT_FIELDS (all when None)."""
+
+    only: tuple[str, ...] | None
+    windows: tuple[Window, ...]
+    stored: tuple[tuple[tuple[int, ...], date], ...]
+    first: date | None
+
+
+def span_plan(facts: list[Facts], ask: Ask) -> SpanPlan:
+    """Where each project's figures for the span come from: its stored days within it, and
+    the rest from the sources."""
+    start, end = ask.start, ask.end
     rolled_first = None
     if start is not None:
         aligned = start == day_start(start.date())
         rolled_first = start.date() if aligned else start.date() + timedelta(days=1)
-    rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
-    covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
-    # The day after ``through`` stored up to ``partial_through``: usable when the span takes
-    # that day from its midnight and goes on past the moment.
-    partial_day = partial_through.astimezone(UTC).date() if partial_through else None
-    if (
-        partial_day is not None
-        and partial_through is not None
-        and through is not None
-        and partial_day == through + timedelta(days=1)
-        and partial_through <= end
-        and (rolled_first is None or rolled_first <= partial_day)
-    ):
-        rolled_last, covered_until = partial_day, partial_through
-    if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
-        live.append((start, end))
-    else:
-        days = ProjectDay.objects.filter(project_id__in=project_ids, day__lte=rolled_last)
-        reopens = ReopenRollup.objects.filter(project_id__in=project_ids, day__lte=rolled_last)
-        if rolled_first is not None:
-            days = days.filter(day__gte=rolled_first)
-            reopens = reopens.filter(day__gte=rolled_first)
-            if start is not None and start < day_start(rolled_first):
-                live.append((start, day_start(rolled_first)))
-        sums = days.order_by().values("day").annotate(**{f: Sum(f) for f in STAT_FIELDS})
-        for row in sums:
-            day = row.pop("day")
-            span.days[day].add(Stats(**row))
-        span.undone.extend(reopens.values_list("closed_hour", "count", "resolution_seconds"))
+    # Projects are grouped by the last stored day read and by where their live part begins
+    # (a project the job has not reached yet is counted live without making the others live).
+    stored: dict[date, list[int]] = defaultdict(list)
+    live: dict[datetime | None, list[int]] = defaultdict(list)
+    heads: list[int] = []
+    for project in facts:
+        through, partial_through = project.through, project.partial_through
+        rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
+        covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
+        # The day after ``through`` stored up to ``partial_through``: usable when the span
+        # takes that day from its midnight and goes on past the moment.
+        partial_day = partial_through.astimezone(UTC).date() if partial_through else None
+        if (
+            partial_day is not None
+            and partial_through is not None
+            and through is not None
+            and partial_day == through + timedelta(days=1)
+            and partial_through <= end
+            and (rolled_first is None or rolled_first <= partial_day)
+        ):
+            rolled_last, covered_until = partial_day, partial_through
+        if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
+            live[start].append(project.project_id)
+            continue
+        stored[rolled_last].append(project.project_id)
+        if rolled_first is not None and start is not None and start < day_start(rolled_first):
+            heads.append(project.project_id)
         if covered_until is not None and covered_until < end:
-            live.append((covered_until, end))
-    for live_start, live_end in live:
-        collected = stats_collect(project_ids=project_ids, start=live_start, end=live_end)
-        for (_project, day), stats in collected.days.items():
-            span.days[day].add(stats)
-        for (_project, _day, hour), (count, seconds) in collected.reopens.items():
-            span.undone.append((hour, count, seconds))
+            live[covered_until].append(project.project_id)
+    windows = [Window(tuple(ids), live_from, end) for live_from, ids in live.items()]
+    if heads and rolled_first is not None:
+        windows.append(Window(tuple(heads), start, day_start(rolled_first)))
+    return SpanPlan(
+        only=ask.only,
+        windows=tuple(windows),
+        stored=tuple((tuple(ids), last) for last, ids in stored.items()),
+        first=rolled_first if stored else None,
+    )
 
 
-def open_count(*, project_ids: list[int]) -> int:
-    """Issues open or in progress now, from the counters the issue services keep."""
-    counts = IssueStatusCount.objects.filter(
-        project_id__in=project_ids, status__in=OPEN_STATUSES
-    ).values_list("count", flat=True)
-    return sum(counts)
+def _span_branches(plan: SpanPlan, *, tag: int, layout: Rows) -> list[QuerySet[Any]]:
+    branches = live_branches(plan.windows, tag=tag, only=plan.only, layout=layout)
+    if plan.stored:
+        days = Q()
+        for ids, last in plan.stored:
+            days |= Q(project_id__in=ids, day__lte=last)
+        if plan.first is not None:
+            days &= Q(day__gte=plan.first)
+        sums = {name: Sum(name) for name in STAT_FIELDS if plan.only is None or name in plan.only}
+        branches.append(
+            layout.of(
+                ProjectDay.objects.filter(days),
+                keys={"day": F("day")},
+                values=sums,
+                constants={"tag": tag, "kind": DAY},
+            )
+        )
+        if plan.only is None:
+            branches.append(
+                layout.of(
+                    ReopenRollup.objects.filter(days),
+                    values={
+                        "day": F("day"),
+                        "closed_at": F("closed_hour"),
+                        "issues_reopened": F("count"),
+                        "resolution_seconds": F("resolution_seconds"),
+                    },
+                    constants={"tag": tag, "kind": UNDONE},
+                )
+            )
+    return branches
+
+
+def _spans_branches(plans: tuple[SpanPlan, ...], *, layout: Rows = ROWS) -> list[QuerySet[Any]]:
+    return [
+        branch
+        for tag, plan in enumerate(plans)
+        for branch in _span_branches(plan, tag=tag, layout=layout)
+    ]
+
+
+def _spans_of(rows: list[tuple[Any, ...]], count: int, *, layout: Rows = ROWS) -> list[Span]:
+    spans = [Span() for _tag in range(count)]
+    for row in rows_read(rows, layout=layout):
+        span = spans[row.tag]
+        if row.kind != UNDONE:
+            span.days[row.day].add(row.stats)
+        if row.undone is not None:
+            span.undone.append(row.undone)
+    return spans
+
+
+# The statement of every metrics request, compiled once per shape of its plan.
+_SPANS = Prepared(_spans_branches)
+
+
+def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
+    """What happened in each asked span in these projects, in one query."""
+    plans = tuple(span_plan(facts, ask) for ask in asks)
+    return _spans_of(_SPANS.fetch(plans), len(asks))
 
 
 def human_duration(seconds: float | None) -> str | None:
@@ -162,30 +361,35 @@ def _average(total: int, count: int) -> int | None:
     return round(total / count) if count else None
 
 
-def _first_day(days: dict[date, Stats], projects: list[Project], end: datetime) -> date:
+def _first_day(days: dict[date, Stats], facts: list[Facts], end: datetime) -> date:
     candidates = [day for day, stats in days.items() if not stats.is_empty()]
-    candidates += [project.created_at.astimezone(UTC).date() for project in projects]
+    candidates += [project.created_at.astimezone(UTC).date() for project in facts]
     return min(candidates, default=end.astimezone(UTC).date())
 
 
 def metrics(*, projects: list[Project], period: Period) -> dict[str, Any]:
     """The metrics object of CONTRACT section 5 (see the README, Analytics, for each figure)."""
-    ids = [project.pk for project in projects]
-    span = daily_stats(project_ids=ids, start=period.start, end=period.end)
-    total = span.total()
-    start = period.start or day_start(_first_day(span.days, projects, period.end))
+    facts = project_facts(projects)
     month_start = day_start(period.end.astimezone(UTC).date().replace(day=1))
-    if start <= month_start:
+    asks = [Ask(period.start, period.end)]
+    # The commits of this month are the period's days from the 1st on, when the period covers
+    # the month so far (``all`` always does: its days run from the first activity on).
+    if period.start is not None and period.start > month_start:
+        asks.append(Ask(month_start, period.end, only=("commits",)))
+    span, *month = spans_read(facts=facts, asks=asks)
+    total = span.total()
+    start = period.start or day_start(_first_day(span.days, facts, period.end))
+    if month:
+        this_month = month[0].total().commits
+    else:
         this_month = sum(
             stats.commits for day, stats in span.days.items() if day >= month_start.date()
         )
-    else:
-        this_month = daily_stats(project_ids=ids, start=month_start, end=period.end).total().commits
     # Closed in the period and still closed: the period's closings, less those undone by a
     # reopening (which, following its closing, falls in the period too).
     undone, undone_seconds = span.undone_since(period.start)
     closed = total.issues_closed - undone
-    open_now = open_count(project_ids=ids)
+    open_now = sum(project.open_issues for project in facts)
     resolution = _average(total.resolution_seconds - undone_seconds, closed)
     review = _average(total.review_seconds, total.pull_requests_merged)
     return {
@@ -219,14 +423,17 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     requests that still exist: like deleted issues, a deleted comment leaves at once the days
     counted live, and the stored days at the next full rollup (nightly).
     """
-    ids = [project.pk for project in projects]
+    facts = project_facts(projects)
     end = period.end
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
-    days = daily_stats(project_ids=ids, start=start, end=end).days
-    first = start.date() if start else _first_day(days, projects, end)
+    # The figures and the breakdowns in one statement.
+    breakdowns = Breakdowns(facts)
+    rows = _DASHBOARD.fetch(((span_plan(facts, Ask(start, end)),), breakdowns.plan))
+    days = _spans_of(rows, 1, layout=DASHBOARD_ROWS)[0].days
+    first = start.date() if start else _first_day(days, facts, end)
     last = end.astimezone(UTC).date()
     series = []
-    open_at_end = open_count(project_ids=ids)
+    open_at_end = sum(project.open_issues for project in facts)
     day = last
     # Walked back from today's live count: the open issues at the end of the day before are
     # those at the end of this one, less the day's openings and reopenings, plus its closings.
@@ -250,7 +457,7 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
         )
         day -= timedelta(days=1)
     series.reverse()
-    breakdown, as_of = breakdowns(project_ids=ids)
+    breakdown, as_of = breakdowns.result(rows)
     return {
         "period": period.name,
         "from": iso_z(day_start(first)),
@@ -263,19 +470,29 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
 
 # Breakdowns ---------------------------------------------------------------------------------
 
-
-def _issue_total(project_ids: list[int]) -> dict[int, int]:
-    totals: dict[int, int] = defaultdict(int)
-    for project_id, count in IssueStatusCount.objects.filter(
-        project_id__in=project_ids
-    ).values_list("project_id", "count"):
-        totals[project_id] += count
-    return totals
+# The rows of the breakdowns' reads, in the same statement as the dashboard's figures (``kind``
+# and ``project`` are the figures' columns): ISSUES, issues of a project grouped by type,
+# priority, assignee (with the assignee's name and email) and status; LABELS, label links
+# grouped by label name and the issue's status; SNAPSHOT, a stored snapshot.
+DASHBOARD_ROWS = ROWS.extended(
+    type=TextField(),
+    priority=TextField(),
+    assignee=BigIntegerField(null=True),
+    assignee_name=TextField(),
+    assignee_email=TextField(),
+    label=TextField(),
+    status=TextField(),
+    n=BigIntegerField(),
+    data=JSONField(),
+    computed_at=DateTimeField(),
+)
+ISSUES, LABELS, SNAPSHOT = 10, 11, 12  # apart from the figures' kinds
 
 
 def breakdown_needs_snapshot(*, project_ids: list[int]) -> bool:
     limit: int = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
-    return sum(_issue_total(project_ids).values()) > limit
+    total = IssueStatusCount.objects.filter(project_id__in=project_ids).aggregate(n=Sum("count"))
+    return (total["n"] or 0) > limit
 
 
 def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
@@ -296,47 +513,109 @@ def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> li
     return entries
 
 
+class _Grouped:
+    """Live breakdown rows of some projects, summed."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, dict[Any, Any]] = {
+            name: defaultdict(dict) for name in ("type", "priority", "assignee", "label")
+        }
+        self.people: dict[str, str] = {}
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        column = DASHBOARD_ROWS.index
+        status, count = row[column["status"]], int(row[column["n"]])
+        if row[column["kind"]] == LABELS:
+            keys = [("label", row[column["label"]])]
+        else:
+            assignee_id = row[column["assignee"]]
+            assignee = str(assignee_id) if assignee_id is not None else None
+            if assignee is not None and row[column["assignee_email"]] is not None:
+                self.people[assignee] = (
+                    row[column["assignee_name"]] or row[column["assignee_email"]]
+                )
+            keys = [
+                ("type", row[column["type"]]),
+                ("priority", row[column["priority"]]),
+                ("assignee", assignee),
+            ]
+        for name, key in keys:
+            self.by[name][key][status] = self.by[name][key].get(status, 0) + count
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "type": _entries(self.by["type"]),
+            "priority": _entries(self.by["priority"]),
+            "assignee": _entries(self.by["assignee"], {None: "unassigned", **self.people}),
+            "label": _entries(self.by["label"]),
+        }
+
+
+class BreakdownPlan(NamedTuple):
+    """Projects whose issues are grouped live, and those whose snapshot is read."""
+
+    live: tuple[int, ...]
+    stored: tuple[int, ...]
+
+
+def _breakdown_branches(plan: BreakdownPlan) -> list[QuerySet[Any]]:
+    branches = []
+    if plan.live:
+        branches.append(
+            DASHBOARD_ROWS.of(
+                Issue.objects.filter(project_id__in=plan.live),
+                keys={
+                    "project": F("project_id"),
+                    "type": F("type"),
+                    "priority": F("priority"),
+                    "assignee": F("assignee_id"),
+                    # One per assignee: grouping by them changes no group, and names the people.
+                    "assignee_name": F("assignee__name"),
+                    "assignee_email": F("assignee__email"),
+                    "status": F("status"),
+                },
+                values={"n": Count("id")},
+                constants={"kind": ISSUES},
+            )
+        )
+        # Labels belong to their issue's project: reaching the pairs through the project's
+        # labels reads that project's rows only (by the label index), not the whole table.
+        branches.append(
+            DASHBOARD_ROWS.of(
+                Issue.labels.through.objects.filter(label__project_id__in=plan.live),
+                keys={
+                    "project": F("label__project_id"),
+                    "label": F("label__name"),
+                    "status": F("issue__status"),
+                },
+                values={"n": Count("id")},
+                constants={"kind": LABELS},
+            )
+        )
+    if plan.stored:
+        branches.append(
+            DASHBOARD_ROWS.of(
+                BreakdownSnapshot.objects.filter(project_id__in=plan.stored),
+                values={
+                    "project": F("project_id"),
+                    "data": F("data"),
+                    "computed_at": F("computed_at"),
+                },
+                constants={"kind": SNAPSHOT},
+            )
+        )
+    return branches
+
+
 def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
     """Issues of these projects by type, priority, assignee and label, each split into open
-    (open or in progress) and closed. Two grouped queries: one pass over the issues for the
-    first three (few combinations), one over their labels."""
-    by: dict[str, dict[Any, Any]] = {
-        name: defaultdict(dict) for name in ("type", "priority", "assignee")
-    }
-    groups = (
-        Issue.objects.filter(project_id__in=project_ids)
-        .order_by()
-        .values_list("type", "priority", "assignee_id", "status")
-        .annotate(n=Count("id"))
-    )
-    for issue_type, priority, assignee_id, status, count in groups:
-        assignee = str(assignee_id) if assignee_id is not None else None
-        for name, key in (("type", issue_type), ("priority", priority), ("assignee", assignee)):
-            by[name][key][status] = by[name][key].get(status, 0) + count
-    people = {
-        str(pk): name or email
-        for pk, name, email in User.objects.filter(
-            pk__in=[int(key) for key in by["assignee"] if key is not None]
-        ).values_list("pk", "name", "email")
-    }
-    result = {
-        "type": _entries(by["type"]),
-        "priority": _entries(by["priority"]),
-        "assignee": _entries(by["assignee"], {None: "unassigned", **people}),
-    }
-    labels: dict[str, Any] = defaultdict(dict)
-    # Labels belong to their issue's project: reaching the pairs through the project's labels
-    # reads that project's rows only (by the label index), not the whole pairs table.
-    pairs = (
-        Issue.labels.through.objects.filter(label__project_id__in=project_ids)
-        .order_by()
-        .values_list("label__name", "issue__status")
-        .annotate(n=Count("id"))
-    )
-    for key, status, count in pairs:
-        labels[key][status] = labels[key].get(status, 0) + count
-    result["label"] = _entries(labels)
-    return result
+    (open or in progress) and closed, in one query: a pass over the issues for the first three
+    (few combinations), one over their labels."""
+    grouped = _Grouped()
+    plan = BreakdownPlan(live=tuple(project_ids), stored=())
+    for row in DASHBOARD_ROWS.fetch(_breakdown_branches(plan)):
+        grouped.add(row)
+    return grouped.result()
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -357,12 +636,11 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _status_breakdown(project_ids: list[int]) -> list[dict[str, Any]]:
+def _status_breakdown(facts: list[Facts]) -> list[dict[str, Any]]:
     counts = dict.fromkeys(Status.values, 0)
-    for status, count in IssueStatusCount.objects.filter(project_id__in=project_ids).values_list(
-        "status", "count"
-    ):
-        counts[status] += count
+    for project in facts:
+        for status, count in project.statuses.items():
+            counts[status] += count
     return [
         {
             "key": status,
@@ -375,28 +653,58 @@ def _status_breakdown(project_ids: list[int]) -> list[dict[str, Any]]:
     ]
 
 
-def breakdowns(*, project_ids: list[int]) -> tuple[dict[str, Any], datetime]:
-    """The breakdowns and the time they describe: now for projects small enough to group
-    live (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones. The
-    status breakdown is always live: the issue services keep those counters."""
-    now = timezone.now()
-    totals = _issue_total(project_ids)
-    limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
-    large = [pk for pk in project_ids if totals.get(pk, 0) > limit]
-    small = [pk for pk in project_ids if pk not in large]
-    parts = [breakdowns_compute(project_ids=small)] if small else []
-    as_of = now
-    snapshots = {
-        snapshot.project_id: snapshot
-        for snapshot in BreakdownSnapshot.objects.filter(project_id__in=large)
-    }
-    for pk in large:
-        snapshot = snapshots.get(pk)
-        if snapshot is None:
-            # Not stored yet (the rollup job has not run since the project grew): group live.
-            parts.append(breakdowns_compute(project_ids=[pk]))
-            continue
-        parts.append(snapshot.data)
-        as_of = min(as_of, snapshot.computed_at)
-    result = parts[0] if len(parts) == 1 else _merge(parts)
-    return {"status": _status_breakdown(project_ids), **result}, as_of
+class Breakdowns:
+    """The breakdowns of some projects: now for those small enough to group live
+    (``ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES``), the last snapshot for larger ones (grouped live
+    too while they have none: the rollup job has not run since they grew), and the status
+    breakdown always live (the issue services keep those counters). ``plan`` says what to
+    read, ``result`` gives the breakdowns from the rows read, with the time they describe."""
+
+    def __init__(self, facts: list[Facts]) -> None:
+        self.facts = facts
+        limit = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
+        self.large = [project.project_id for project in facts if project.issues > limit]
+        self.small = [project.project_id for project in facts if project.issues <= limit]
+        stored = {project.project_id for project in facts if project.has_snapshot}
+        self.plan = BreakdownPlan(
+            live=(*self.small, *(pk for pk in self.large if pk not in stored)),
+            stored=tuple(pk for pk in self.large if pk in stored),
+        )
+        self.now = timezone.now()
+
+    def result(self, rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], datetime]:
+        grouped: dict[int, _Grouped] = defaultdict(_Grouped)
+        snapshots: dict[int, tuple[dict[str, Any], datetime]] = {}
+        column = DASHBOARD_ROWS.index
+        for row in rows:
+            kind = row[column["kind"]]
+            if kind not in (ISSUES, LABELS, SNAPSHOT):
+                continue
+            project_id = int(row[column["project"]])
+            if kind == SNAPSHOT:
+                snapshots[project_id] = (row[column["data"]], row[column["computed_at"]])
+            else:
+                grouped[project_id if project_id in self.large else 0].add(row)
+        parts = [grouped[0].result()] if self.small else []
+        as_of = self.now
+        for pk in self.large:
+            if pk in snapshots:
+                data, computed_at = snapshots[pk]
+                parts.append(data)
+                as_of = min(as_of, computed_at)
+            elif pk in self.plan.stored:
+                # Deleted since the project's row was read (it has become small): group live.
+                parts.append(breakdowns_compute(project_ids=[pk]))
+            else:
+                parts.append(grouped[pk].result())
+        result = parts[0] if len(parts) == 1 else _merge(parts)
+        return {"status": _status_breakdown(self.facts), **result}, as_of
+
+
+def _dashboard_branches(plan: tuple[tuple[SpanPlan, ...], BreakdownPlan]) -> list[QuerySet[Any]]:
+    spans, breakdowns = plan
+    return _spans_branches(spans, layout=DASHBOARD_ROWS) + _breakdown_branches(breakdowns)
+
+
+# The statement of every dashboard request, compiled once per shape of its plan.
+_DASHBOARD = Prepared(_dashboard_branches)

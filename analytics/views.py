@@ -7,7 +7,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import DefaultContentNegotiation
 
-from accounts import selectors as account_selectors
 from accounts.roles import require_ability
 from collab.api.exceptions import BadRequest
 from collab.api.permissions import READ
@@ -16,6 +15,7 @@ from issues import selectors as issue_selectors
 from issues.filters import IssueFilter
 from issues.models import Issue
 from issues.serializers import IssueSerializer
+from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectScopedViewSet
 
 from . import selectors
@@ -45,6 +45,8 @@ class ProjectAnalyticsViewSet(ProjectScopedViewSet):
     """A project's metrics and dashboard data, read from the daily rollups."""
 
     scope_group = "projects"
+    # What the figures need to know of the project first comes with its row.
+    project_lookup = ProjectLookup(annotations=selectors.FACTS)
 
     @extend_schema(parameters=[PERIOD], responses={200: MetricsSerializer}, filters=False)
     def metrics(self, request, project_id=None):
@@ -71,16 +73,11 @@ class WorkspaceAnalyticsViewSet(ApiViewSet):
     )
     def dashboard(self, request, workspace_id=None):
         """Daily series and breakdowns over the workspace's projects visible to the caller."""
-        workspace = account_selectors.workspace_get(user=request.user, workspace_id=workspace_id)
-        if workspace is None:
+        projects = selectors.workspace_projects(user=request.user, workspace_id=int(workspace_id))
+        if projects is None:
             raise Http404
-        require_ability(request.user, workspace.pk, READ)
+        require_ability(request.user, int(workspace_id), READ)
         period = _period(request, timezone.now())
-        projects = list(
-            selectors.workspace_projects(user=request.user, workspace_id=workspace.pk).order_by(
-                "pk"
-            )
-        )
         data = selectors.dashboard(projects=projects, period=period)
         return self.ok({**data, "project_ids": [project.pk for project in projects]})
 
