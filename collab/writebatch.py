@@ -15,7 +15,9 @@ adapt it) and sends them:
 
 Use it for writes that touch rows the transaction already holds, or new rows: a clause takes
 row locks when it runs, in an order PostgreSQL does not promise between clauses, so rows other
-transactions lock too (counters, say) should be locked in a fixed order within one clause.
+transactions lock too (counters, say) should be locked in a fixed order within one clause. No
+two writes of a batch may change the same row (in one statement PostgreSQL would apply only
+one of them).
 """
 
 from collections.abc import Callable, Sequence
