@@ -21,6 +21,8 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from collab.writebatch import WriteBatch
+
 from .models import Event, EventLogState
 
 Changes = dict[str, dict[str, Any]]
@@ -51,24 +53,32 @@ def event_record(
     project_id: int | None = None,
     actor: models.Model | int | None = None,
     changes: Changes | None = None,
+    batch: WriteBatch | None = None,
 ) -> Event:
     """Append an event to the durable log, inside the caller's transaction.
 
     Services call it from within their ``transaction.atomic()`` block so that the event
     exists if and only if the change it describes was committed. The consumers hear of it
-    after commit.
+    after commit. With ``batch``, the event's row goes with the change's other writes, in
+    the batch the service runs in the same transaction (its id is set once the batch ran).
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_record() must run inside the transaction of the change.")
-    event = Event.objects.create(
-        type=type,
-        workspace_id=workspace_id,
-        project_id=project_id,
-        actor_id=getattr(actor, "pk", actor),
-        data=data,
-        changes=changes,
-    )
-    transaction.on_commit(partial(_events_committed, [event.pk]))
+    values = {
+        "type": type,
+        "workspace_id": workspace_id,
+        "project_id": project_id,
+        "actor_id": getattr(actor, "pk", actor),
+        "data": data,
+        "changes": changes,
+    }
+    if batch is None:
+        event = Event.objects.create(**values)
+        transaction.on_commit(partial(_events_committed, [event.pk]))
+        return event
+    event = Event(**values)
+    batch.insert([event], returning=True)
+    batch.on_run(lambda: transaction.on_commit(partial(_events_committed, [event.pk])))
     return event
 
 

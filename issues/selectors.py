@@ -13,7 +13,12 @@ from django.db.models.functions import Cast
 
 from accounts.models import User
 from projects.models import Project
-from projects.selectors import project_visibility_q
+from projects.selectors import (
+    project_audience_q,
+    project_seen,
+    project_visibility_q,
+    reader_annotations,
+)
 
 from .models import Issue, IssueFacetCount, IssueHistory, IssueStatusCount, Label, Status
 
@@ -24,10 +29,14 @@ def visible_projects(*, user: User) -> QuerySet[Project, Any]:
 
 def assignee_allowed(*, project: Project, user: User) -> bool:
     """Whether ``user`` may be assigned an issue of ``project``: active, and able to see it."""
-    return (
-        user.is_active
-        and Project.objects.filter(project_visibility_q(user), pk=project.pk).exists()
-    )
+    return user.is_active and assignee_id_allowed(project=project, user_id=user.pk)
+
+
+def assignee_id_allowed(*, project: Project, user_id: int) -> bool:
+    """``assignee_allowed`` for the user of this id, in one query (whether one exists too)."""
+    return User.objects.filter(
+        project_audience_q(project), pk=user_id, status=User.Status.ACTIVE
+    ).exists()
 
 
 def issue_list(*, user: User, project: Project | None = None) -> QuerySet[Issue]:
@@ -38,7 +47,23 @@ def issue_list(*, user: User, project: Project | None = None) -> QuerySet[Issue]
 
 
 def issue_get(*, user: User, issue_id: int | str) -> Issue | None:
-    return issue_list(user=user).select_related("project").filter(pk=issue_id).first()
+    """The issue with its project if the user may see it, else None, in one query: the
+    reader's role and team seat come with the row (``projects.selectors.reader_annotations``),
+    so neither visibility nor the request's role check costs another."""
+    reader = reader_annotations(
+        user_id=user.pk, project="project_id", workspace="project__workspace_id"
+    )
+    issue = (
+        Issue.objects.select_related("project")
+        .annotate(reader_role=reader["reader_role"], reader_on_team=reader["reader_on_team"])
+        .filter(pk=issue_id)
+        .first()
+    )
+    if issue is None:
+        return None
+    project = issue.project
+    project.reader_role, project.reader_on_team = issue.reader_role, issue.reader_on_team
+    return issue if project_seen(project, user=user) else None
 
 
 def issue_count(

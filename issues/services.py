@@ -8,18 +8,20 @@ the next number, with no gaps and no duplicates.
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
 from accounts.models import User
 from collab.api import bulk
-from collab.api.exceptions import NotFound, ValidationFailed
-from collab.sequences import sequence_next
+from collab.api.exceptions import ApiError, NotFound, ValidationFailed
+from collab.sequences import sequence_next, sequence_next_with_id
 from collab.unset import UNSET, Maybe, given
+from collab.writebatch import WriteBatch
 from events.services import changes_diff, event_record, event_record_many, model_update
 from projects.models import Project
 
@@ -32,25 +34,40 @@ from .models import (
     Label,
     Status,
 )
-from .records import IssueRecord, issue_record, issue_record_from, issue_records, label_record
-from .selectors import assignee_allowed
+from .records import IssueRecord, issue_record_from, issue_records, label_record
+from .selectors import assignee_allowed, assignee_id_allowed
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
 
 
-def _adjust_counts(project_id: int, deltas: dict[str, int]) -> None:
-    # Sorted, so concurrent transactions lock the counter rows in the same order.
-    for status in sorted(deltas):
-        delta = deltas[status]
-        if not delta:
-            continue
-        rows = IssueStatusCount.objects.filter(project_id=project_id, status=status)
-        if not rows.update(count=F("count") + delta):
-            IssueStatusCount.objects.bulk_create(
-                [IssueStatusCount(project_id=project_id, status=status, count=0)],
-                ignore_conflicts=True,
-            )
-            rows.update(count=F("count") + delta)
+def _adjust_counts(
+    project_id: int, deltas: dict[str, int], *, batch: WriteBatch | None = None
+) -> None:
+    """Add ``deltas`` (``{status: delta}``) to the project's counters in one statement (in
+    ``batch`` when given), making the rows missing (``INSERT ... ON CONFLICT DO UPDATE``, on
+    PostgreSQL and SQLite alike).
+
+    The rows are written in the order of their statuses, so concurrent transactions lock them
+    in the same order. (On PostgreSQL each such insert draws an id from the table's sequence
+    even when it updates: a bigint, it will not run out.)
+    """
+    rows = [(status, delta) for status, delta in sorted(deltas.items()) if delta]
+    if not rows:
+        return
+    table = IssueStatusCount._meta.db_table
+    # Table and columns are the model's own, never input; the values go as parameters.
+    sql = (
+        f'INSERT INTO {table} (project_id, status, "count") '  # noqa: S608
+        f"VALUES {', '.join(['(%s, %s, %s)'] * len(rows))} "
+        f'ON CONFLICT (project_id, status) DO UPDATE SET "count" = {table}."count" + '
+        'EXCLUDED."count"'
+    )
+    params = [value for status, delta in rows for value in (project_id, status, delta)]
+    if batch is not None:
+        batch.add(sql, params)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def issue_counts_rebuild(*, project: Project) -> None:
@@ -75,6 +92,12 @@ def issue_counts_rebuild(*, project: Project) -> None:
             .first()
         )
         IssueSequence.objects.update_or_create(project=project, defaults={"last_number": last or 0})
+
+
+def _check_assignee(project: Project, assignee_id: int | None) -> None:
+    refusal = _assignee_refusal(project, assignee_id)
+    if refusal is not None:
+        raise refusal
 
 
 def _resolve_assignee(project: Project, assignee_id: int | None) -> User | None:
@@ -106,10 +129,9 @@ def _resolve_labels(project: Project, names: list[str]) -> list[Label]:
     return found
 
 
-def _link_labels(issue: Issue, labels: list[Label]) -> None:
-    """The label links of a new issue, in one statement."""
+def _link_labels(issue_id: int, label_ids: Sequence[int], batch: WriteBatch) -> None:
     through = Issue.labels.through
-    through.objects.bulk_create([through(issue_id=issue.pk, label_id=label.pk) for label in labels])
+    batch.insert([through(issue_id=issue_id, label_id=label_id) for label_id in label_ids])
 
 
 def _snapshot(issue: Issue, labels: list[str]) -> dict[str, Any]:
@@ -149,9 +171,12 @@ def issue_create(
     """A new issue with the next number of its project; ``None`` takes the default.
 
     The issue carries its ``record`` as written (for the answer, without reading it back).
+    Its writes (the row, its label links, the counter, its history row and its event) go to
+    the database as one batch once its number and id are drawn (``collab.writebatch``).
     """
-    with transaction.atomic():
-        assignee = _resolve_assignee(project, assignee_id)
+    # Refused before the transaction begins: it makes no savepoint of its own (see _atomic).
+    _check_assignee(project, assignee_id)
+    with _atomic():
         label_rows = _resolve_labels(project, labels or [])
         now = timezone.now()
         status = status or Status.OPEN
@@ -164,7 +189,7 @@ def issue_create(
             priority=priority,
             priority_rank=PRIORITY_RANK[priority],
             status=status,
-            assignee=assignee,
+            assignee_id=assignee_id,
             reporter=actor,
             created_at=now,
             updated_at=now,
@@ -172,15 +197,29 @@ def issue_create(
         )
         # The project's number as late as can be: the sequence row stays locked until
         # commit, and concurrent creates in the project wait for it from here on.
-        issue.number = sequence_next(IssueSequence, parent_field="project", parent_id=project.pk)
-        issue.save(force_insert=True)
-        if label_rows:
-            _link_labels(issue, label_rows)
-        _adjust_counts(project.pk, {status: 1})
+        issue.number, issue.pk = sequence_next_with_id(
+            IssueSequence, parent_field="project", parent_id=project.pk, id_of=Issue
+        )
+        batch = WriteBatch()
+        if issue.pk is None:
+            # No id drawn beforehand (not PostgreSQL): the insert gives it, and goes alone.
+            issue.save(force_insert=True)
+        else:
+            batch.insert([issue])
+        _link_labels(issue.pk, [label.pk for label in label_rows], batch)
+        _adjust_counts(project.pk, {status: 1}, batch=batch)
         record = issue_record_from(issue, [label.name for label in label_rows])
         issue.record = dict(record)
-        IssueHistory.objects.create(
-            issue=issue, field="created", new_value=record, actor=actor, created_at=now
+        batch.insert(
+            [
+                IssueHistory(
+                    issue_id=issue.pk,
+                    field="created",
+                    new_value=record,
+                    actor=actor,
+                    created_at=now,
+                )
+            ]
         )
         event_record(
             type="issue.created",
@@ -188,7 +227,9 @@ def issue_create(
             project_id=project.pk,
             actor=actor,
             data={"issue": record},
+            batch=batch,
         )
+        batch.run()
     return issue
 
 
@@ -302,23 +343,64 @@ def issue_update_many(
     return bulk.apply_each(items, apply, atomic=atomic)
 
 
-def _issue_lock(issue_id: int) -> Issue:
-    """The issue, its row locked until the transaction ends, and its project.
+def _atomic() -> transaction.Atomic:
+    """The transaction of one issue write.
 
-    Only the issue's row: a lock on the project's row would hold up every create in the
-    project, whose foreign key check takes a share lock on it at commit, and with the
-    counter rows it deadlocks.
+    Inside another transaction (an idempotent request's, a conditional write's, a bulk item's
+    savepoint) it makes no savepoint of its own, which would add two statements to every
+    write. That is safe because the services raise their refusals (an assignee who may not be
+    assigned, an issue deleted meanwhile) only outside it, before anything is written: an
+    exception from within is a failure the enclosing transaction cannot carry on from anyway
+    (PostgreSQL refuses every statement after a failed one until the rollback).
     """
-    issue = (
+    return transaction.atomic(savepoint=False)
+
+
+@dataclass
+class _Locked:
+    issue: Issue  # with its project
+    labels: list[tuple[int, str]]  # (id, name) of its labels, in the database's order of names
+
+
+def _issue_lock(issue_id: int) -> _Locked | None:
+    """The issue, its row locked until the transaction ends, with its project and its labels,
+    in one query (a row per label); None when it is gone (deleted by another request since
+    the caller read it).
+
+    Only the issue's row is locked: a lock on the project's row would hold up every create in
+    the project, whose foreign key check takes a share lock on it at commit, and with the
+    counter rows it deadlocks. Its label links change only under this lock, so the names
+    read with it are the issue's until the transaction ends.
+    """
+    rows = list(
         Issue.objects.select_for_update(of=("self",))
         .select_related("project")
         .filter(pk=issue_id)
-        .first()
+        .annotate(label_pk=F("labels__id"), label_name=F("labels__name"))
+        .order_by("label_name")
     )
-    if issue is None:
-        # Deleted by another request since the caller read it.
-        raise NotFound()
-    return issue
+    if not rows:
+        return None
+    labels = [(row.label_pk, row.label_name) for row in rows if row.label_pk is not None]
+    return _Locked(rows[0], labels)
+
+
+def _assignee_refusal(project: Project, assignee_id: int | None) -> ValidationFailed | None:
+    if assignee_id is None or assignee_id_allowed(project=project, user_id=assignee_id):
+        return None
+    return ValidationFailed.field(
+        "assignee_id", "The assignee must be an active user who can see this project."
+    )
+
+
+def _update_refusal(locked: _Locked | None, data: dict[str, Any]) -> ApiError | None:
+    if locked is None:
+        return NotFound()
+    # Checked only for a new assignee: keeping one who has since lost sight of the project is
+    # allowed.
+    if "assignee_id" in data and data["assignee_id"] != locked.issue.assignee_id:
+        return _assignee_refusal(locked.issue.project, data["assignee_id"])
+    return None
 
 
 def issue_update(
@@ -335,7 +417,12 @@ def issue_update(
     source: str = "",
 ) -> tuple[Issue, IssueRecord]:
     """Apply the fields given (``None`` clears a text field); returns the issue and its
-    record. No change, no event."""
+    record. No change, no event.
+
+    Costs, besides the assignee's check and the labels' lookup when they are given, the
+    locking read and, when something changed, one batch of writes (``collab.writebatch``):
+    the row, its label links, the counters, the history rows and the event.
+    """
     data = given(
         title=title,
         description=description,
@@ -345,42 +432,54 @@ def issue_update(
         assignee_id=assignee_id,
         labels=labels,
     )
-    with transaction.atomic():
-        issue = _issue_lock(issue.pk)
-        project = issue.project
-        current_labels = list(issue.labels.order_by("name").values_list("name", flat=True))
-        before = _snapshot(issue, current_labels)
-        now = timezone.now()
-        if "assignee_id" in data and data["assignee_id"] != issue.assignee_id:
-            issue.assignee = _resolve_assignee(project, data["assignee_id"])
-        for name in ("title", "description", "type"):
-            if name in data:
-                setattr(issue, name, data[name] if data[name] is not None else "")
-        if "priority" in data:
-            issue.priority = data["priority"]
-            issue.priority_rank = PRIORITY_RANK[issue.priority]
-        if "status" in data:
-            _apply_status(issue, data["status"], now)
-        new_labels: list[Label] | None = None
-        if "labels" in data:
-            new_labels = _resolve_labels(project, data["labels"] or [])
-        after = _snapshot(
-            issue,
-            [label.name for label in new_labels] if new_labels is not None else current_labels,
-        )
-        changes = changes_diff(before, after)
-        labels_now = [label.name for label in new_labels] if new_labels is not None else None
-        if not changes:
-            return issue, issue_record_from(issue, current_labels)
-        issue.updated_at = now
-        issue.save()
-        if new_labels is not None and "labels" in changes:
-            issue.labels.set(new_labels)
-        if "status" in changes:
-            _adjust_counts(project.pk, {before["status"]: -1, after["status"]: 1})
-        IssueHistory.objects.bulk_create(
+    with _atomic():
+        locked = _issue_lock(issue.pk)
+        refusal = _update_refusal(locked, data)
+        changed = None
+        if locked is not None and refusal is None:
+            changed = _issue_change(locked, data, actor=actor, source=source)
+    if changed is None:
+        # Nothing was written: the refusal leaves the transaction as it found it (_atomic).
+        raise refusal or NotFound()
+    return changed
+
+
+def _issue_change(
+    locked: _Locked, data: dict[str, Any], *, actor: User | None, source: str
+) -> tuple[Issue, IssueRecord]:
+    issue, project = locked.issue, locked.issue.project
+    current_labels = [name for _pk, name in locked.labels]
+    before = _snapshot(issue, current_labels)
+    now = timezone.now()
+    if "assignee_id" in data:
+        issue.assignee_id = data["assignee_id"]
+    for name in ("title", "description", "type"):
+        if name in data:
+            setattr(issue, name, data[name] if data[name] is not None else "")
+    if "priority" in data:
+        issue.priority = data["priority"]
+        issue.priority_rank = PRIORITY_RANK[issue.priority]
+    if "status" in data:
+        _apply_status(issue, data["status"], now)
+    new_labels: list[Label] | None = None
+    if "labels" in data:
+        new_labels = _resolve_labels(project, data["labels"] or [])
+    labels_now = [label.name for label in new_labels] if new_labels is not None else current_labels
+    after = _snapshot(issue, labels_now)
+    changes = changes_diff(before, after)
+    if not changes:
+        return issue, issue_record_from(issue, current_labels)
+    issue.updated_at = now
+    batch = WriteBatch()
+    batch.update(Issue.objects.filter(pk=issue.pk), **_changed_columns(issue, changes))
+    if new_labels is not None and "labels" in changes:
+        _relink_labels(issue.pk, [pk for pk, _name in locked.labels], new_labels, batch)
+    if "status" in changes:
+        _adjust_counts(project.pk, {before["status"]: -1, after["status"]: 1}, batch=batch)
+    batch.insert(
+        [
             IssueHistory(
-                issue=issue,
+                issue_id=issue.pk,
                 field=name,
                 old_value=change["previous"],
                 new_value=change["current"],
@@ -389,17 +488,47 @@ def issue_update(
                 created_at=now,
             )
             for name, change in changes.items()
-        )
-        record = issue_record_from(issue, labels_now if labels_now is not None else current_labels)
-        event_record(
-            type=_event_type(changes),
-            workspace_id=project.workspace_id,
-            project_id=project.pk,
-            actor=actor,
-            data={"issue": record, **({"source": source} if source else {})},
-            changes=changes,
-        )
+        ]
+    )
+    record = issue_record_from(issue, labels_now)
+    event_record(
+        type=_event_type(changes),
+        workspace_id=project.workspace_id,
+        project_id=project.pk,
+        actor=actor,
+        data={"issue": record, **({"source": source} if source else {})},
+        changes=changes,
+        batch=batch,
+    )
+    batch.run()
     return issue, record
+
+
+def _changed_columns(issue: Issue, changes: dict[str, Any]) -> dict[str, Any]:
+    """The columns a change writes: those of the fields changed, what follows from them, and
+    the time of the change (the other columns are left as they are, a comment count too)."""
+    columns = {
+        name: getattr(issue, name)
+        for name in ("title", "description", "type", "priority", "status", "assignee_id")
+        if name in changes
+    }
+    if "priority" in changes:
+        columns["priority_rank"] = issue.priority_rank
+    if "status" in changes:
+        columns["closed_at"] = issue.closed_at
+    columns["updated_at"] = issue.updated_at
+    return columns
+
+
+def _relink_labels(
+    issue_id: int, current_ids: list[int], labels: list[Label], batch: WriteBatch
+) -> None:
+    """``issue.labels.set(labels)`` in the batch: the links gone deleted, the new ones made."""
+    wanted = [label.pk for label in labels]
+    gone = sorted(set(current_ids) - set(wanted))
+    if gone:
+        batch.delete(Issue.labels.through.objects.filter(issue_id=issue_id, label_id__in=gone))
+    _link_labels(issue_id, [pk for pk in wanted if pk not in set(current_ids)], batch)
 
 
 def _event_type(changes: dict[str, Any]) -> str:
@@ -413,8 +542,11 @@ def _event_type(changes: dict[str, Any]) -> str:
 
 def issue_delete(*, issue: Issue, actor: User | None) -> None:
     with transaction.atomic():
-        issue = _issue_lock(issue.pk)
-        record = issue_record(issue)
+        locked = _issue_lock(issue.pk)
+        if locked is None:
+            raise NotFound()
+        issue = locked.issue
+        record = issue_record_from(issue, [name for _pk, name in locked.labels])
         _adjust_counts(issue.project_id, {issue.status: -1})
         event_record(
             type="issue.deleted",

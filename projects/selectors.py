@@ -98,6 +98,35 @@ def project_visible(*, user: User, project: Project) -> bool:
     return ProjectMember.objects.filter(project=project, user=user).exists()
 
 
+def reader_annotations(
+    *, user_id: int, project: str = "pk", workspace: str = "workspace_id"
+) -> dict[str, Any]:
+    """``reader_role`` (the reader's role in the project's workspace, None for none) and
+    ``reader_on_team``, as expressions over a row that names the project and its workspace by
+    these paths: read with the row (a project's, or an issue's with ``project="project_id"``
+    and ``workspace="project__workspace_id"``), they let ``project_seen`` decide visibility,
+    and the request's role checks pass, without a query of their own."""
+    return {
+        "reader_role": Subquery(
+            Membership.objects.filter(workspace=OuterRef(workspace), user_id=user_id).values(
+                "role"
+            )[:1]
+        ),
+        "reader_on_team": Exists(
+            ProjectMember.objects.filter(project=OuterRef(project), user_id=user_id)
+        ),
+    }
+
+
+def project_seen(project: Project, *, user: User) -> bool:
+    """Whether ``user`` may see ``project``, whose ``reader_role`` and ``reader_on_team`` were
+    read for them (``reader_annotations``); the role is kept for the request's checks."""
+    # Whom reader_role and reader_on_team describe.
+    project.reader_id = user.pk
+    role_remember(user, project.workspace_id, project.reader_role)
+    return project_visible(user=user, project=project)
+
+
 def _with_team_count(queryset: QuerySet[Project]) -> QuerySet[Project]:
     team = (
         ProjectMember.objects.filter(project=OuterRef("pk"))
@@ -141,15 +170,7 @@ class ProjectLookup:
 
     def _queryset(self, *, pk: int, user_id: int) -> QuerySet[Project, dict[str, Any]]:
         queryset = Project.objects.filter(pk=pk).annotate(
-            reader_role=Subquery(
-                Membership.objects.filter(
-                    workspace=OuterRef("workspace_id"), user_id=user_id
-                ).values("role")[:1]
-            ),
-            reader_on_team=Exists(
-                ProjectMember.objects.filter(project=OuterRef("pk"), user_id=user_id)
-            ),
-            **self.annotations,
+            **reader_annotations(user_id=user_id), **self.annotations
         )
         if self.with_team_count:
             queryset = _with_team_count(queryset)
@@ -173,12 +194,7 @@ class ProjectLookup:
         )
         for name in self.extra:
             setattr(project, name, row[name])
-        # Whom reader_role and reader_on_team describe.
-        project.reader_id = user.pk
-        role_remember(user, project.workspace_id, project.reader_role)
-        if not project_visible(user=user, project=project):
-            return None
-        return project
+        return project if project_seen(project, user=user) else None
 
 
 PROJECT_FIELDS = [field.attname for field in Project._meta.concrete_fields]

@@ -111,11 +111,24 @@ def test_label_list_query_count_does_not_grow_with_the_page(world):
     assert_same(small, large)
 
 
-# Writes. Counted through the test client, inside the test's transaction: the service's
-# transaction shows as a SAVEPOINT and its RELEASE (in production BEGIN and COMMIT, which
-# are not counted). The ceilings are today's; issue 16's targets (6 and 5) are lower.
-CREATE_QUERIES = 11  # key, project, labels, number, issue, links, counter, history, event
-PATCH_QUERIES = 10  # key, roles, issue, lock, labels, update, history, event
+# Writes. Counted through the test client, inside the test's transaction, after a warm-up call
+# (a key's first call records its use). The services' transactions make no savepoint inside
+# another (issues.services._atomic), so what is counted is what production sends, but for its
+# BEGIN and COMMIT (never counted). Issue 16's ceilings, on PostgreSQL:
+CREATE_QUERIES = 6  # key, project and role, [assignee], [labels], number and id, the writes
+PATCH_QUERIES = 5  # key, issue and role, issue locked with its labels, [assignee | labels], writes
+# The writes go as one statement on PostgreSQL (collab.writebatch). SQLite has no
+# data-modifying WITH: it sends them one by one, up to 4 more for a create (the row, its label
+# links, its counter, its history row, its event) and 5 for a change (the row, the links gone,
+# the links made, the counters, the history rows, the event).
+SQLITE_MORE = {"create": 4, "patch": 5}
+# Labels named for the first time are made, then read again (their ids): two more statements.
+NEW_LABELS = 2
+
+
+def ceiling(kind: str, extra: int = 0) -> int:
+    budget = {"create": CREATE_QUERIES, "patch": PATCH_QUERIES}[kind] + extra
+    return budget if connection.vendor == "postgresql" else budget + SQLITE_MORE[kind]
 
 
 def _counted(call) -> tuple[object, list[str]]:
@@ -136,7 +149,7 @@ def test_a_create_costs_a_fixed_number_of_queries_and_answers_what_a_read_gives(
         lambda: client.post(path, {"title": "Counted", "labels": labels}, format="json")
     )
     assert response.status_code == 201, response.content
-    assert len(queries) <= CREATE_QUERIES, "\n".join(queries)
+    assert len(queries) <= ceiling("create"), "\n".join(queries)
     created = response.json()["data"]
     read = client.get(f"/v1/issues/{created['id']}").json()["data"]
     assert created == read, "the answer is built without reading back: it must be the read"
@@ -152,7 +165,7 @@ def test_a_patch_costs_a_fixed_number_of_queries_and_answers_what_a_read_gives(w
         lambda: client.patch(f"/v1/issues/{issue.pk}", {"title": "After"}, format="json")
     )
     assert response.status_code == 200, response.content
-    assert len(queries) <= PATCH_QUERIES, "\n".join(queries)
+    assert len(queries) <= ceiling("patch"), "\n".join(queries)
     read = client.get(f"/v1/issues/{issue.pk}").json()["data"]
     assert response.json()["data"] == read
     relabelled = client.patch(
@@ -161,3 +174,78 @@ def test_a_patch_costs_a_fixed_number_of_queries_and_answers_what_a_read_gives(w
     assert relabelled.json()["data"] == client.get(f"/v1/issues/{issue.pk}").json()["data"]
     unchanged = client.patch(f"/v1/issues/{issue.pk}", {"title": "After"}, format="json")
     assert unchanged.json()["data"] == client.get(f"/v1/issues/{issue.pk}").json()["data"]
+
+
+@pytest.mark.parametrize(
+    ("case", "extra"),
+    [
+        ("plain", 0),
+        ("labels", 0),
+        ("assignee", 0),
+        ("labels and assignee", 0),
+        ("closed, with every field", 0),
+        ("a new label", NEW_LABELS),
+    ],
+)
+def test_each_kind_of_create_stays_within_the_budget(world, case, extra):
+    client = client_for(world.developer)
+    path = f"/v1/projects/{world.project.pk}/issues"
+    client.post(path, {"title": "Warm", "labels": ["backend", "ui"]}, format="json")
+    body = {
+        "plain": {"title": "Plain"},
+        "labels": {"title": "Labelled", "labels": ["ui", "backend"]},
+        "assignee": {"title": "Assigned", "assignee_id": world.viewer.pk},
+        "labels and assignee": {
+            "title": "Both",
+            "labels": ["backend"],
+            "assignee_id": world.developer.pk,
+        },
+        "closed, with every field": {
+            "title": "Everything",
+            "description": "All of it",
+            "type": "bug",
+            "priority": "critical",
+            "status": "closed",
+            "assignee_id": world.owner.pk,
+            "labels": ["ui"],
+        },
+        "a new label": {"title": "Fresh", "labels": ["backend", "brand-new"]},
+    }[case]
+    response, queries = _counted(lambda: client.post(path, body, format="json"))
+    assert response.status_code == 201, response.content
+    assert len(queries) <= ceiling("create", extra), "\n".join(queries)
+    created = response.json()["data"]
+    assert created == client.get(f"/v1/issues/{created['id']}").json()["data"]
+
+
+@pytest.mark.parametrize(
+    ("case", "extra"),
+    [
+        ("title", 0),
+        ("status", 0),
+        ("status and priority", 0),
+        ("labels", 0),
+        ("assignee", 0),
+        ("nothing new", 0),
+        ("a new label", NEW_LABELS),
+    ],
+)
+def test_each_kind_of_patch_stays_within_the_budget(world, case, extra):
+    client = client_for(world.developer)
+    issue = make_issue(world.project, world.owner, title="Before", labels=["backend", "ui"])
+    make_issue(world.project, world.owner, title="Other", labels=["docs"])
+    path = f"/v1/issues/{issue.pk}"
+    client.patch(path, {"title": "Warm"}, format="json")
+    body = {
+        "title": {"title": "After"},
+        "status": {"status": "closed"},
+        "status and priority": {"status": "in_progress", "priority": "high"},
+        "labels": {"labels": ["docs", "ui"]},
+        "assignee": {"assignee_id": world.viewer.pk},
+        "nothing new": {"title": "Warm", "labels": ["ui", "backend"]},
+        "a new label": {"labels": ["ui", "brand-new"]},
+    }[case]
+    response, queries = _counted(lambda: client.patch(path, body, format="json"))
+    assert response.status_code == 200, response.content
+    assert len(queries) <= ceiling("patch", extra), "\n".join(queries)
+    assert response.json()["data"] == client.get(path).json()["data"]
