@@ -111,13 +111,15 @@ def project_facts(projects: Iterable[Project]) -> list[Facts]:
     in one query."""
     projects = list(projects)
     missing = [project.pk for project in projects if not hasattr(project, "analytics_through")]
-    loaded = {
-        row["pk"]: row
-        for row in Project.objects.filter(pk__in=missing)
-        .order_by()
-        .annotate(**FACTS)
-        .values("pk", *FACTS)
-    }
+    loaded = {}
+    if missing:
+        loaded = {
+            row["pk"]: row
+            for row in Project.objects.filter(pk__in=missing)
+            .order_by()
+            .annotate(**FACTS)
+            .values("pk", *FACTS)
+        }
     return [
         _facts_of(project, loaded[project.pk] if project.pk in loaded else vars(project))
         for project in projects
