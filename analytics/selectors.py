@@ -7,9 +7,11 @@ therefore reads at most one rollup row per day of its period plus what happened 
 midnight, whatever the number of issues.
 
 What a request needs to know of its projects first (how far their rollups go, their issue
-counters) comes with the projects' own row (``FACTS``, annotations of the project lookup);
-then the figures of every span are one statement, and the breakdowns another (both a
-``UNION ALL``: ``analytics.unions``), whatever the number of projects.
+counters, whether a breakdown snapshot is stored) comes with the projects' own row (``FACTS``,
+annotations of the project lookup). Then the figures of every span the request asks for, and
+a dashboard's breakdowns with them, are one statement whatever the number of projects: a
+``UNION ALL`` of reads planned here (``SpanPlan``, ``BreakdownPlan``), compiled to SQL once per
+shape of the plan (``analytics.unions``).
 """
 
 from collections import defaultdict
@@ -111,13 +113,15 @@ def project_facts(projects: Iterable[Project]) -> list[Facts]:
     in one query."""
     projects = list(projects)
     missing = [project.pk for project in projects if not hasattr(project, "analytics_through")]
-    loaded = {
-        row["pk"]: row
-        for row in Project.objects.filter(pk__in=missing)
-        .order_by()
-        .annotate(**FACTS)
-        .values("pk", *FACTS)
-    }
+    loaded = {}
+    if missing:
+        loaded = {
+            row["pk"]: row
+            for row in Project.objects.filter(pk__in=missing)
+            .order_by()
+            .annotate(**FACTS)
+            .values("pk", *FACTS)
+        }
     return [
         _facts_of(project, loaded[project.pk] if project.pk in loaded else vars(project))
         for project in projects
@@ -673,6 +677,7 @@ class Breakdowns:
         self.now = timezone.now()
 
     def result(self, rows: list[tuple[Any, ...]]) -> tuple[dict[str, Any], datetime]:
+        large = set(self.large)
         grouped: dict[int, _Grouped] = defaultdict(_Grouped)
         snapshots: dict[int, tuple[dict[str, Any], datetime]] = {}
         column = DASHBOARD_ROWS.index
@@ -684,7 +689,7 @@ class Breakdowns:
             if kind == SNAPSHOT:
                 snapshots[project_id] = (row[column["data"]], row[column["computed_at"]])
             else:
-                grouped[project_id if project_id in self.large else 0].add(row)
+                grouped[project_id if project_id in large else 0].add(row)
         parts = [grouped[0].result()] if self.small else []
         as_of = self.now
         for pk in self.large:

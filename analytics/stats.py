@@ -275,7 +275,7 @@ def _hour(moment: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Row:
-    """One row of ``COLUMNS``, read."""
+    """One row of ``ROWS``, read."""
 
     tag: int
     kind: int

@@ -43,11 +43,12 @@ per endpoint in this process, through Django's test client):
 
 Every request figure is also given as a ratio to the bare baseline on the 10,000-issue project,
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
-``bench: list/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r> create/bare=<r>
-create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n> stream_p99_ms=<n>
-filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's throughput against the
-baseline's, what the list and the metrics cost on the big project against the small one (time
-per request, 1.00 = the same), creates against the list's
+``bench: list/bare=<r> metrics/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r>
+create/bare=<r> create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n>
+stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's and the
+metrics' (``period=30d``, small project) throughput against the baseline's, what the list and
+the metrics cost on the big project against the small one (time per request, 1.00 = the
+same), creates against the list's
 baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
 per second through bulk requests of 100, webhook deliveries per second of one worker process,
 the stream's write-to-frame p99, the worst of the filters' costs on the big project against
@@ -879,6 +880,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
 
     ratios = {
         "list/bare": round(by_name["list small p1"]["load"]["requests_per_second"] / baseline, 2),
+        "metrics/bare": ratio("metrics small", BASELINE),
         "list1M/list10k": cost("list large p1", "list small p1"),
         "metrics1M/metrics10k": cost("metrics large", "metrics small"),
         "dashboard1M/dashboard10k": cost("dashboard large", "dashboard small"),
@@ -990,6 +992,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
     print(f"Wrote {args.output} in {results['elapsed_seconds']:.0f} s.")
     print(
         f"bench: list/bare={ratios['list/bare']:.2f} "
+        f"metrics/bare={ratios['metrics/bare']:.2f} "
         f"list1M/list10k={ratios['list1M/list10k']:.2f} "
         f"metrics1M/metrics10k={ratios['metrics1M/metrics10k']:.2f} "
         f"create/bare={ratios['create/bare']:.2f} "

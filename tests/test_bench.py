@@ -19,7 +19,7 @@ from tests.liveserver import ROOT
 
 pytestmark = pytest.mark.slow
 LAST_LINE = re.compile(
-    r"^bench: list/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
+    r"^bench: list/bare=(\d+\.\d\d) metrics/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
     r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d) "
     r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
     r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+) "
@@ -135,6 +135,7 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
     ratios = report["ratios"]
     assert shown == [
         ratios["list/bare"],
+        ratios["metrics/bare"],
         ratios["list1M/list10k"],
         ratios["metrics1M/metrics10k"],
         ratios["create/bare"],
