@@ -236,7 +236,8 @@ def _thread(
         comment = _Seeded(issue=issue, author=author, first_body=body, body=body, created_at=when)
         for user in _mentioned(body, handles, author):
             comment.mentioned[user] = when
-        if rng.random() < EDITED_SHARE:
+        # Edited later, if there is a later: a comment of this very moment stays as written.
+        if rng.random() < EDITED_SHARE and when < now:
             comment.edited_at = _wait(rng, when, EDIT_WAIT, now)
             comment.body = f"{body}\n\n{rng.choice(EDIT_NOTES)}"
             for user in _mentioned(comment.body, handles, author):

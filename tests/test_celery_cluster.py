@@ -40,6 +40,7 @@ EXPECTED_QUEUES = {
     "events.tasks.events_purge": "default",
     "ratelimits.tasks.rate_limit_counters_purge": "default",
     "accounts.tasks.denied_tokens_purge": "default",
+    "issues.tasks.facet_counts_compact": "default",
 }
 
 
