@@ -79,19 +79,13 @@ RELEVANCE = "relevance"
 
 class SortFilter(filters.OrderingFilter):
     """``sort``: fields, ``-`` for descending; ties fall back to the newest first.
-    ``relevance``: the best match of the filterset's ``q`` first (nothing without ``q``);
-    ``relevance_first``: that is the order when ``sort`` is not given."""
-
-    def __init__(self, *args, relevance_first: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.relevance_first = relevance_first
+    ``relevance``: the best match of the filterset's ``q`` first (nothing without ``q``)."""
 
     def build_choices(self, fields, labels):
         return [*super().build_choices(fields, labels), (RELEVANCE, "Relevance")]
 
     def filter(self, qs, value):
-        params = value or ([RELEVANCE] if self.relevance_first else [])
-        terms = [term for term in map(self.ordering_term, params) if term is not None]
+        terms = [term for term in map(self.ordering_term, value or []) if term is not None]
         if not terms:
             return qs
         return qs.order_by(*terms, "-id")

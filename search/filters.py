@@ -34,7 +34,6 @@ class SearchFilter(CachedFormFilterSet):
     project_id = IdFilter(field_name="project_id", help_text="Only this project's.")
     sort = SortFilter(
         fields=(("created_at", "created_at"),),
-        relevance_first=True,
         help_text="`relevance` (default: best match first), `created_at`, `-created_at`.",
     )
 
@@ -44,3 +43,11 @@ class SearchFilter(CachedFormFilterSet):
 
     def filter_text(self, queryset, name, value):
         return fulltext.search(queryset, value)
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        if "sort" not in self.data:  # the best match first, unless asked otherwise
+            best = fulltext.best_first(self.data.get("q", ""))
+            if best is not None:
+                queryset = queryset.order_by(best, "-id")
+        return queryset

@@ -46,7 +46,7 @@ def search_hit_record(row: dict[str, Any]) -> dict[str, Any]:
         "project_id": row["project_id"],
         "title": row["title"],
         "snippet": fulltext.marked_html(row["marked"]),
-        "score": round(row["score"] or 0.0, 6),
+        "score": float(f"{row['score'] or 0.0:.6g}"),  # six significant digits
         "issue_id": row["issue_id"],
         "pull_request_id": row["pull_request_id"],
     }

@@ -80,6 +80,16 @@ def test_best_match_first_a_title_weighs_more_than_a_body(api, found):
     assert [hit["id"] for hit in oldest_first["data"]][0] == found["issue"].pk
 
 
+def test_without_sort_the_best_match_comes_first_not_the_newest(api, world):
+    in_title = make_issue(world.project, world.owner, title="Invoice totals wrong")
+    in_text = make_issue(world.project, world.owner, title="Rounding", description="invoice")
+    ranked = search(api.owner, q="invoice")["data"]
+    assert [hit["id"] for hit in ranked] == [in_title.pk, in_text.pk]
+    assert ranked[0]["score"] > ranked[1]["score"]
+    newest = search(api.owner, q="invoice", sort="-created_at")["data"]
+    assert [hit["id"] for hit in newest] == [in_text.pk, in_title.pk]
+
+
 def test_a_snippet_is_escaped_html_with_the_matches_marked(api, found):
     hit = search(api.owner, q="payment", type="issue")["data"][0]
     assert hit["snippet"] == "The &lt;b&gt;<mark>payment</mark>&lt;/b&gt; step hangs after a while."
