@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Case, DateTimeField, F, Q, Value, When
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -294,12 +294,40 @@ def event_fanout(*, event_id: int) -> list[int]:
 
 
 def events_fanout(*, event_ids: list[int]) -> list[int]:
-    """One delivery per active webhook of each event's project that wants its kind.
+    """One delivery per active webhook of each event's project that wants its kind, their
+    sending queued once the transaction commits.
 
     Safe to run twice, even at once: the event rows are locked and ``dispatched_at`` checked,
     and a delivery is unique per (webhook, event). The same few statements for one event or a
     hundred. Returns the ids of the deliveries made.
     """
+    made = _fanout(event_ids)
+    _send_after_commit(made)
+    return [delivery_id for delivery_id, _webhook_id in made]
+
+
+# At most this many deliveries of a fan-out are sent by the fan-out's own task; more are
+# queued in batches, spread over the worker's threads and processes.
+DIRECT_SEND_MAX = 64
+
+
+def events_deliver(*, event_ids: list[int]) -> list[int]:
+    """``events_fanout``, then the deliveries sent here and now rather than through the
+    broker again (what the fan-out task does): one trip through the broker from a change to
+    its receivers. A worker that dies in between leaves them due, for the sweeper."""
+    made = _fanout(event_ids)
+    if len(made) > DIRECT_SEND_MAX:
+        _send_after_commit(made)
+    else:
+        deliveries_send(delivery_ids=[delivery_id for delivery_id, _webhook_id in made])
+    return [delivery_id for delivery_id, _webhook_id in made]
+
+
+def _fanout(event_ids: list[int]) -> list[tuple[int, int]]:
+    """The deliveries of these events, made in one transaction: ``(delivery id, webhook id)``
+    of each, in the order made."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        return _fanout_postgresql(event_ids)
     with transaction.atomic():
         events = list(
             Event.objects.select_for_update()
@@ -313,20 +341,50 @@ def events_fanout(*, event_ids: list[int]) -> list[int]:
         hooks = _deliveries_create(fanned)
         dispatched = [event.pk for event in events]
         Event.objects.filter(pk__in=dispatched).update(dispatched_at=timezone.now())
-        made: list[tuple[int, int]] = []
-        if hooks:
-            made = list(
-                Delivery.objects.filter(
-                    event_id__in=dispatched, attempts=0, redelivery_of__isnull=True
-                )
-                .order_by("id")
-                .values_list("id", "webhook_id")
-            )
-        _send_after_commit(made)
-    return [delivery_id for delivery_id, _webhook_id in made]
+        if not hooks:
+            return []
+        return list(
+            Delivery.objects.filter(event_id__in=dispatched, attempts=0, redelivery_of__isnull=True)
+            .order_by("id")
+            .values_list("id", "webhook_id")
+        )
 
 
 FANOUT_ATTEMPTS = 3
+
+
+def _fanout_postgresql(event_ids: list[int]) -> list[tuple[int, int]]:
+    """``_fanout`` as one statement: the events locked and marked dispatched, a delivery made
+    for each active webhook of the event's project whose patterns select its kind (as
+    ``kind_matches`` reads them). A webhook deleted meanwhile fails the statement's foreign
+    key check: it is run again, up to FANOUT_ATTEMPTS times."""
+    now = timezone.now()
+    for attempt in range(1, FANOUT_ATTEMPTS + 1):
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"WITH due AS (SELECT id, type, project_id FROM {_table(Event)} "  # noqa: S608
+                    "WHERE id = ANY(%s) AND dispatched_at IS NULL ORDER BY id FOR UPDATE), "
+                    f"marked AS (UPDATE {_table(Event)} AS e SET dispatched_at = %s "
+                    "FROM due WHERE e.id = due.id), "
+                    f"made AS (INSERT INTO {_table(Delivery)} (uuid, webhook_id, event_id, "
+                    "status, attempts, next_attempt_at, last_error, created_at) "
+                    "SELECT gen_random_uuid(), w.id, due.id, %s, 0, %s, '', %s "
+                    f"FROM due JOIN {_table(Webhook)} AS w "
+                    "ON w.project_id = due.project_id AND w.is_active "
+                    "WHERE NOT starts_with(due.type, 'webhook.') AND EXISTS ("
+                    "SELECT FROM jsonb_array_elements_text(w.events) AS p(pattern) "
+                    "WHERE pattern IN ('*', due.type) OR (right(pattern, 2) = '.*' "
+                    "AND starts_with(due.type, left(pattern, -1)))) "
+                    "ORDER BY due.id, w.id ON CONFLICT DO NOTHING RETURNING id, webhook_id) "
+                    "SELECT id, webhook_id FROM made ORDER BY id",
+                    [list(event_ids), now, Delivery.Status.PENDING, now, now],
+                )
+                return [(row[0], row[1]) for row in cursor.fetchall()]
+        except IntegrityError:
+            if attempt == FANOUT_ATTEMPTS:
+                raise
+    return []
 
 
 def _deliveries_create(events: list[Event]) -> dict[int, list[Webhook]]:
@@ -381,11 +439,11 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
 
 
 def deliveries_send(*, delivery_ids: list[int]) -> list[Delivery | None]:
-    """Send these deliveries, each as ``delivery_send`` does (claimed one by one, so a lease
-    covers one POST), read with their webhooks and events in one query. Those of one webhook
-    go in turn, in the order given; each webhook's turn runs beside the others' on the
-    process's senders, so a slow receiver holds up only its own. Returns what
-    ``delivery_send`` would for each."""
+    """Send these deliveries, each as ``delivery_send`` does, in a few statements for the lot:
+    one reads them with their webhooks and events, one claims every one still due (a lease
+    each), and each send is settled in one more. Those of one webhook go in turn, in the order
+    given; each webhook's turn runs beside the others' on the process's senders, so a slow
+    receiver holds up only its own. Returns what ``delivery_send`` would for each."""
     found = {
         delivery.pk: delivery
         for delivery in Delivery.objects.select_related("webhook", "event").filter(
@@ -396,14 +454,95 @@ def deliveries_send(*, delivery_ids: list[int]) -> list[Delivery | None]:
     for delivery_id in delivery_ids:
         if delivery_id in found:
             by_webhook.setdefault(found[delivery_id].webhook_id, []).append(found[delivery_id])
-    groups = list(by_webhook.values())
+    groups = _deliveries_claim(list(by_webhook.values()))
+    # Not held while the receivers answer, nor while waiting on the other senders, which
+    # need connections of their own.
+    _connection_release()
     sent: dict[int, Delivery | None] = {}
     if groups:
         others = [senders().submit(_in_thread, _webhook_send, group) for group in groups[1:]]
-        sent.update(_webhook_send(groups[0]))
+        try:
+            sent.update(_webhook_send(groups[0]))
+        finally:
+            _connection_release()
         for future in others:
             sent.update(future.result())
     return [sent.get(delivery_id) for delivery_id in delivery_ids]
+
+
+def _deliveries_claim(groups: list[list[Delivery]]) -> list[list[Delivery]]:
+    """Claim the deliveries of these webhook turns that are still due and held by nobody, in
+    one statement; returns the turns with only what was claimed.
+
+    Each claim is a lease long enough for the sends ahead of it in its turn and its own (a
+    worker killed mid-turn leaves the rest to be taken up once their leases lapse). The
+    attempt count read with the row is part of the claim: a delivery attempted by another
+    worker since is not claimed on a stale count.
+    """
+    wanted = [delivery for group in groups for delivery in group]
+    if not wanted:
+        return []
+    now = timezone.now()
+    turn = timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_HOST_WAIT_SECONDS)
+    margin = timedelta(seconds=settings.WEBHOOK_LEASE_MARGIN_SECONDS)
+    leases = {
+        delivery.pk: now + turn * (position + 1) + margin
+        for group in groups
+        for position, delivery in enumerate(group)
+    }
+    if connection.vendor == "postgresql":
+        mine = _claim_postgresql(wanted, leases, now)
+    else:
+        Delivery.objects.filter(
+            pk__in=leases, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+        ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)).filter(
+            attempts=Case(*[When(pk=d.pk, then=Value(d.attempts)) for d in wanted])
+        ).update(
+            claimed_until=Case(
+                *[When(pk=pk, then=Value(lease)) for pk, lease in leases.items()],
+                output_field=DateTimeField(),
+            ),
+            attempts=F("attempts") + 1,
+        )
+        held = Delivery.objects.filter(pk__in=leases).values_list("pk", "claimed_until")
+        mine = {pk for pk, lease in held if lease == leases[pk]}
+    claimed: list[list[Delivery]] = []
+    for group in groups:
+        turn_claimed = [d for d in group if d.pk in mine]
+        for delivery in turn_claimed:
+            delivery.attempts += 1
+            delivery.claimed_until = leases[delivery.pk]
+        if turn_claimed:
+            claimed.append(turn_claimed)
+    return claimed
+
+
+def _claim_postgresql(
+    deliveries: list[Delivery], leases: dict[int, datetime], now: datetime
+) -> set[int]:
+    """The claims of ``_deliveries_claim`` as one statement that says which it took."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_table(Delivery)} AS d "  # noqa: S608 - the model's own table
+            "SET claimed_until = v.lease, attempts = d.attempts + 1 "
+            "FROM unnest(%s::bigint[], %s::integer[], %s::timestamptz[]) AS v(id, attempts, lease) "
+            "WHERE d.id = v.id AND d.attempts = v.attempts AND d.status = %s "
+            "AND d.next_attempt_at <= %s AND (d.claimed_until IS NULL OR d.claimed_until < %s) "
+            "RETURNING d.id",
+            [
+                [d.pk for d in deliveries],
+                [d.attempts for d in deliveries],
+                [leases[d.pk] for d in deliveries],
+                Delivery.Status.PENDING,
+                now,
+                now,
+            ],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _table(model: type[Any]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
 
 
 _senders: ThreadPoolExecutor | None = None
@@ -432,50 +571,31 @@ def _in_thread(function: Callable[..., T], *args: Any) -> T:
 
 
 def _webhook_send(deliveries: list[Delivery]) -> dict[int, Delivery | None]:
-    """One webhook's deliveries in turn. Once its receiver is busy, the rest are handed back
-    untried, for a moment later."""
+    """One webhook's claimed deliveries in turn. Once its receiver is busy, the rest are
+    handed back untried, for a moment later."""
     webhook = deliveries[0].webhook
-    secret = crypto.secret_decrypt(webhook.secret_encrypted)
     sent: dict[int, Delivery | None] = {}
+    try:
+        secret = crypto.secret_decrypt(webhook.secret_encrypted)
+    except RuntimeError:
+        # Its key is gone (WEBHOOK_ENCRYPTION_KEYS changed without keeping the old one): this
+        # webhook's deliveries wait, the others' go on.
+        logger.exception("Webhook %s: its secret cannot be decrypted", webhook.pk)
+        _deliveries_defer(deliveries)
+        return sent
     for index, delivery in enumerate(deliveries):
         # One instance of the webhook, so what a send learns of its health the next knows.
         delivery.webhook = webhook
         result = _delivery_send_one(delivery, secret=secret)
         if result == "deferred":
-            rest = [later.pk for later in deliveries[index + 1 :]]
-            if rest:
-                _enqueue(
-                    TASKS + "webhook_deliver",
-                    countdown=settings.WEBHOOK_BUSY_DEFER_SECONDS,
-                    delivery_ids=rest,
-                )
+            _deliveries_defer(deliveries[index:])
             return sent
         sent[delivery.pk] = result
     return sent
 
 
-def _delivery_send_one(delivery: Delivery, *, secret: str) -> Delivery | Literal["deferred"] | None:
-    """One delivery claimed, sent and settled; "deferred" when handed back untried."""
-    now = timezone.now()
-    lease = now + timedelta(
-        seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS
-    )
-    # The attempt number read with the row is part of the claim: a delivery attempted by
-    # another worker since is not claimed on a stale count.
-    claimed = (
-        Delivery.objects.filter(
-            pk=delivery.pk,
-            status=Delivery.Status.PENDING,
-            attempts=delivery.attempts,
-            next_attempt_at__lte=now,
-        )
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=lease, attempts=F("attempts") + 1)
-    )
-    if not claimed:
-        return None
-    delivery.attempts += 1
-    delivery.claimed_until = lease
+def _delivery_send_one(delivery: Delivery, *, secret: str) -> Delivery | Literal["deferred"]:
+    """One claimed delivery sent and settled; "deferred" when handed back untried."""
     webhook, event = delivery.webhook, delivery.event
     # Serialised once: these bytes are signed and sent, nothing is re-encoded in between.
     body = dumps(event.as_payload())
@@ -488,15 +608,13 @@ def _delivery_send_one(delivery: Delivery, *, secret: str) -> Delivery | Literal
         timestamp=timestamp,
         body=body,
     )
-    _connection_release()
     started = timezone.now()
     result = transport.post(
         webhook.url, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
     )
     if result.deferred:
-        _delivery_defer(delivery, lease=lease)
         return "deferred"
-    return _delivery_settle(delivery, lease=lease, started=started, headers=headers, result=result)
+    return _delivery_settle(delivery, started=started, headers=headers, result=result)
 
 
 def _connection_release() -> None:
@@ -506,29 +624,32 @@ def _connection_release() -> None:
         connection.close()
 
 
-def _delivery_defer(delivery: Delivery, *, lease: datetime) -> None:
-    """Hand the claim back untried (its receiver has its fill of deliveries in flight): due
-    again in a moment, with the attempt it did not make given back."""
+def _deliveries_defer(deliveries: list[Delivery]) -> None:
+    """Hand these claims back untried (their receiver has its fill of deliveries in flight):
+    due again in a moment, with the attempt they did not make given back."""
     delay = settings.WEBHOOK_BUSY_DEFER_SECONDS * random.uniform(1, 2)  # noqa: S311
-    Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(
-        claimed_until=None,
-        attempts=F("attempts") - 1,
-        next_attempt_at=timezone.now() + timedelta(seconds=delay),
+    for delivery in deliveries:
+        Delivery.objects.filter(pk=delivery.pk, claimed_until=delivery.claimed_until).update(
+            claimed_until=None,
+            attempts=F("attempts") - 1,
+            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+        )
+    _enqueue(
+        TASKS + "webhook_deliver",
+        countdown=delay,
+        delivery_ids=[delivery.pk for delivery in deliveries],
     )
-    _enqueue(TASKS + "webhook_deliver", countdown=delay, delivery_id=delivery.pk)
 
 
 def _delivery_settle(
     delivery: Delivery,
     *,
-    lease: datetime,
     started: datetime,
     headers: dict[str, str],
     result: transport.PostResult,
 ) -> Delivery:
     now = timezone.now()
     webhook = delivery.webhook
-    shown_headers = {k: v for k, v in headers.items() if "signature" not in k.lower()}
     retry_in = None
     update: dict[str, Any] = {
         "claimed_until": None,
@@ -542,35 +663,81 @@ def _delivery_settle(
         update["next_attempt_at"] = now + timedelta(seconds=retry_in)
     else:
         update.update(status=Delivery.Status.FAILED, completed_at=now)
-    with transaction.atomic():
-        # Only while our lease holds (past it another worker may have claimed the delivery);
-        # the row stays locked until commit, so its webhook cannot be deleted under the attempt.
-        settled = Delivery.objects.filter(pk=delivery.pk, claimed_until=lease).update(**update)
-        # Lease lost: the attempt is still logged, if the delivery is still there (its webhook
-        # may have been deleted while the POST was out).
-        if not settled and not (
-            Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk")
-        ):
-            return delivery
-        DeliveryAttempt.objects.create(
-            delivery=delivery,
-            number=delivery.attempts,
-            started_at=started,
-            duration_ms=result.duration_ms,
-            status_code=result.status_code,
-            error=result.error,
-            response_excerpt=result.response_excerpt,
-            request_headers=shown_headers,
-        )
-        if settled:
-            for name, value in update.items():
-                setattr(delivery, name, value)
-        _webhook_health(webhook, ok=result.ok, now=now)
+    attempt = DeliveryAttempt(
+        delivery=delivery,
+        number=delivery.attempts,
+        started_at=started,
+        duration_ms=result.duration_ms,
+        status_code=result.status_code,
+        error=result.error,
+        response_excerpt=result.response_excerpt,
+        request_headers={k: v for k, v in headers.items() if "signature" not in k.lower()},
+    )
+    # Only while our lease holds (past it another worker may have claimed the delivery).
+    if _settle_write(delivery, update, attempt):
+        for name, value in update.items():
+            setattr(delivery, name, value)
+    else:
+        with transaction.atomic():
+            # Lease lost: the attempt is still logged, if the delivery is still there (its
+            # webhook may have been deleted while the POST was out); locked until commit, so
+            # its webhook cannot be deleted under the attempt.
+            if not Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk"):
+                return delivery
+            attempt.save()
+    _webhook_health(webhook, ok=result.ok, now=now)
     if retry_in is not None and retry_in <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
         # Short waits ride the broker; longer ones wait on the row for the sweeper, since a
         # Redis broker redelivers countdowns past its visibility timeout again and again.
         _enqueue(TASKS + "webhook_deliver", countdown=retry_in, delivery_id=delivery.pk)
     return delivery
+
+
+def _settle_write(delivery: Delivery, update: dict[str, Any], attempt: DeliveryAttempt) -> bool:
+    """The delivery's outcome and its attempt's log row, written while the lease holds;
+    whether it held. One statement on PostgreSQL (the attempt inserted from the update's
+    returned row), two elsewhere."""
+    if connection.vendor != "postgresql":
+        settling = Delivery.objects.filter(pk=delivery.pk, claimed_until=delivery.claimed_until)
+        with transaction.atomic():
+            if not settling.update(**update):
+                return False
+            attempt.save()
+            return True
+    headers = DeliveryAttempt._meta.get_field("request_headers")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH settled AS (UPDATE {_table(Delivery)} "  # noqa: S608 - the models' own tables
+            "SET claimed_until = NULL, last_status_code = %s, last_error = %s, "
+            "status = COALESCE(%s, status), completed_at = COALESCE(%s, completed_at), "
+            "next_attempt_at = COALESCE(%s, next_attempt_at) "
+            "WHERE id = %s AND claimed_until = %s RETURNING id) "
+            f"INSERT INTO {_table(DeliveryAttempt)} (delivery_id, number, started_at, "
+            "duration_ms, status_code, error, response_excerpt, request_headers) "
+            "SELECT id, %s, %s, %s, %s, %s, %s, %s FROM settled RETURNING id",
+            [
+                update["last_status_code"],
+                update["last_error"],
+                update.get("status"),
+                update.get("completed_at"),
+                update.get("next_attempt_at"),
+                delivery.pk,
+                delivery.claimed_until,
+                attempt.number,
+                attempt.started_at,
+                attempt.duration_ms,
+                attempt.status_code,
+                attempt.error,
+                attempt.response_excerpt,
+                headers.get_db_prep_save(attempt.request_headers, connection),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    attempt.pk = row[0]
+    attempt._state.adding = False
+    return True
 
 
 # A healthy webhook's ``last_delivery_at`` is moved at most this often: at hundreds of
@@ -579,11 +746,12 @@ LAST_DELIVERY_STEP = timedelta(seconds=1)
 
 
 def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
-    hooks = Webhook.objects.filter(pk=webhook.pk)
     if ok:
         last = webhook.last_delivery_at
         if webhook.failing_since is None and last is not None and now - last < LAST_DELIVERY_STEP:
             return
+    hooks = Webhook.objects.filter(pk=webhook.pk)
+    if ok:
         hooks.update(failing_since=None, last_delivery_at=now)
         webhook.failing_since, webhook.last_delivery_at = None, now
         return
@@ -591,13 +759,17 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
         hooks.filter(failing_since__isnull=True).update(failing_since=now)
         webhook.failing_since = now
     limit = now - timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS)
+    if webhook.failing_since > limit:
+        return  # not failing for long enough yet
     reason = (
         f"Every delivery failed for {settings.WEBHOOK_DISABLE_AFTER_HOURS} hours; "
         "switched off. PATCH active=true to switch it back on."
     )
-    if hooks.filter(is_active=True, failing_since__lte=limit).update(
-        is_active=False, disabled_reason=reason, updated_at=now
-    ):
+    with transaction.atomic():
+        if not hooks.filter(is_active=True, failing_since__lte=limit).update(
+            is_active=False, disabled_reason=reason, updated_at=now
+        ):
+            return
         webhook.refresh_from_db()
         event_record(
             type="webhook.disabled",
@@ -609,7 +781,7 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
         transaction.on_commit(
             partial(_enqueue, TASKS + "webhook_disabled_notify", webhook_id=webhook.pk)
         )
-        logger.warning("Webhook %s disabled after failing since %s", webhook.pk, limit)
+    logger.warning("Webhook %s disabled after failing since %s", webhook.pk, limit)
 
 
 def deliveries_sweep() -> dict[str, int]:

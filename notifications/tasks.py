@@ -9,7 +9,7 @@ from . import services
 def event_fanout(*, event_ids: list[int] | None = None, event_id: int | None = None) -> int:
     # ``event_id``: one event, as queued before events were handed on in batches.
     ids = event_ids if event_ids is not None else [event_id] if event_id is not None else []
-    return len(services.events_fanout(event_ids=ids))
+    return len(services.events_deliver(event_ids=ids))
 
 
 @shared_task
