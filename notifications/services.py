@@ -2,13 +2,14 @@
 
 Flow of one change: a service calls ``events.services.event_record`` inside its transaction;
 after commit the log calls ``events_committed`` here, which hands the events to one fan-out task
-(and wakes the stream). The fan-out makes one delivery row per subscribed webhook, each with a
-stable uuid, and queues the sends. A send claims its
-delivery with a conditional UPDATE (a lease), posts the signed bytes, logs the attempt, and
-either finishes the delivery or sets when it is due again. ``deliveries_sweep``, run by beat,
-picks up whatever a broker outage or a killed worker left behind: events never fanned out,
-deliveries due with no task on their way.
-"""
+(and wakes the stream). The fan-out task makes one delivery row per subscribed webhook, each
+with a stable uuid, and sends them itself (``events_deliver``; a fan-out of more than
+DIRECT_SEND_MAX deliveries queues them in batches instead). A send claims its deliveries with
+a conditional UPDATE (a lease each), posts the signed bytes, and settles each delivery with its
+attempt's log row: finished, or due again at a set time. On PostgreSQL the fan-out, a task's
+claims and each settle are one statement apiece. ``deliveries_sweep``, run by beat, picks up
+whatever a broker outage or a killed worker left behind: events never fanned out, deliveries
+due with no task on their way."""
 
 import logging
 import random
@@ -311,15 +312,16 @@ def events_fanout(*, event_ids: list[int]) -> list[int]:
 DIRECT_SEND_MAX = 64
 
 
-def events_deliver(*, event_ids: list[int]) -> list[int]:
+def events_deliver(*, event_ids: list[int], wait: bool = True) -> list[int]:
     """``events_fanout``, then the deliveries sent here and now rather than through the
     broker again (what the fan-out task does): one trip through the broker from a change to
-    its receivers. A worker that dies in between leaves them due, for the sweeper."""
+    its receivers. A worker that dies in between leaves them due, for the sweeper. ``wait``:
+    as ``deliveries_send`` takes it."""
     made = _fanout(event_ids)
     if len(made) > DIRECT_SEND_MAX:
         _send_after_commit(made)
     else:
-        deliveries_send(delivery_ids=[delivery_id for delivery_id, _webhook_id in made])
+        deliveries_send(delivery_ids=[delivery_id for delivery_id, _webhook_id in made], wait=wait)
     return [delivery_id for delivery_id, _webhook_id in made]
 
 
@@ -438,12 +440,17 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
     return sent
 
 
-def deliveries_send(*, delivery_ids: list[int]) -> list[Delivery | None]:
+def deliveries_send(*, delivery_ids: list[int], wait: bool = True) -> list[Delivery | None]:
     """Send these deliveries, each as ``delivery_send`` does, in a few statements for the lot:
     one reads them with their webhooks and events, one claims every one still due (a lease
     each), and each send is settled in one more. Those of one webhook go in turn, in the order
     given; each webhook's turn runs beside the others' on the process's senders, so a slow
-    receiver holds up only its own. Returns what ``delivery_send`` would for each."""
+    receiver holds up only its own. Returns what ``delivery_send`` would for each.
+
+    Without ``wait``, every turn is handed to the senders and this returns at once (a list of
+    None): the caller, a worker's thread, is free for the next task while a slow receiver's
+    turn runs out. At most SENDER_BACKLOG turns wait for a sender; past that this waits for a
+    place. A worker that dies meanwhile leaves its claims to lapse, for the sweeper."""
     found = {
         delivery.pk: delivery
         for delivery in Delivery.objects.select_related("webhook", "event").filter(
@@ -459,6 +466,12 @@ def deliveries_send(*, delivery_ids: list[int]) -> list[Delivery | None]:
     # need connections of their own.
     _connection_release()
     sent: dict[int, Delivery | None] = {}
+    if groups and not wait:
+        for group in groups:
+            _sender_backlog().acquire()
+            future = senders().submit(_in_thread, _webhook_send, group)
+            future.add_done_callback(lambda _future: _sender_backlog().release())
+        return [None] * len(delivery_ids)
     if groups:
         others = [senders().submit(_in_thread, _webhook_send, group) for group in groups[1:]]
         try:
@@ -547,6 +560,19 @@ def _table(model: type[Any]) -> str:
 
 _senders: ThreadPoolExecutor | None = None
 _senders_lock = threading.Lock()
+
+
+# Webhook turns handed to the senders without waiting, per sender, at most.
+SENDER_BACKLOG = 4
+_backlog: threading.BoundedSemaphore | None = None
+
+
+def _sender_backlog() -> threading.BoundedSemaphore:
+    global _backlog  # noqa: PLW0603 - one per process, made on first use
+    with _senders_lock:
+        if _backlog is None:
+            _backlog = threading.BoundedSemaphore(settings.WEBHOOK_SENDERS * SENDER_BACKLOG)
+        return _backlog
 
 
 def senders() -> ThreadPoolExecutor:

@@ -5,11 +5,12 @@ from celery import shared_task
 from . import services
 
 
-@shared_task
-def event_fanout(*, event_ids: list[int] | None = None, event_id: int | None = None) -> int:
-    # ``event_id``: one event, as queued before events were handed on in batches.
+@shared_task(bind=True)
+def event_fanout(self, *, event_ids: list[int] | None = None, event_id: int | None = None) -> int:
+    # ``event_id``: one event, as queued before events were handed on in batches. A worker's
+    # thread hands the sends to the process's senders and goes on (run eagerly, it waits).
     ids = event_ids if event_ids is not None else [event_id] if event_id is not None else []
-    return len(services.events_deliver(event_ids=ids))
+    return len(services.events_deliver(event_ids=ids, wait=bool(self.request.is_eager)))
 
 
 @shared_task
