@@ -17,7 +17,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -470,7 +470,7 @@ def deliveries_send(*, delivery_ids: list[int], wait: bool = True) -> list[Deliv
         for group in groups:
             _sender_backlog().acquire()
             future = senders().submit(_in_thread, _webhook_send, group)
-            future.add_done_callback(lambda _future: _sender_backlog().release())
+            future.add_done_callback(_turn_done)
         return [None] * len(delivery_ids)
     if groups:
         others = [senders().submit(_in_thread, _webhook_send, group) for group in groups[1:]]
@@ -573,6 +573,15 @@ def _sender_backlog() -> threading.BoundedSemaphore:
         if _backlog is None:
             _backlog = threading.BoundedSemaphore(settings.WEBHOOK_SENDERS * SENDER_BACKLOG)
         return _backlog
+
+
+def _turn_done(future: Future[dict[int, Delivery | None]]) -> None:
+    """A turn handed on without waiting has ended: its place is free, and what went wrong is
+    logged (its claims lapse and the sweeper takes them up)."""
+    _sender_backlog().release()
+    error = future.exception()
+    if error is not None:
+        logger.error("A webhook turn failed", exc_info=error)
 
 
 def senders() -> ThreadPoolExecutor:

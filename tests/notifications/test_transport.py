@@ -333,6 +333,35 @@ def test_a_slow_receiver_holds_up_no_other_webhook_of_the_same_task(world, recei
         holder.close()
 
 
+def test_without_waiting_the_caller_is_free_while_a_slow_receiver_holds_its_turn(world, receiver):
+    """What the fan-out task does on a worker: the turns go to the senders and the task's
+    thread returns at once, even with one receiver sitting on its request."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        # The in-memory test database's shared cache fails a write meeting this thread's
+        # reads ("table is locked") instead of waiting, as a database file would.
+        pytest.skip("senders writing while the test reads: PostgreSQL")
+    holder = Holder()
+    try:
+        [slow] = _deliveries(world, holder.url, 1)
+        [quick] = _deliveries(world, receiver.url, 1)
+        began = time.monotonic()
+        sent = services.deliveries_send(delivery_ids=[slow.pk, quick.pk], wait=False)
+        assert sent == [None, None] and time.monotonic() - began < 2
+        assert holder.arrived.acquire(timeout=5)  # the slow one is on the wire, unanswered
+        [request] = receiver.wait_for(1, timeout=5)
+        assert request.headers["x-collab-delivery"] == str(quick.uuid)
+        holder.release.set()
+        deadline = time.monotonic() + 10
+        while set(Delivery.objects.values_list("status", flat=True)) != {"succeeded"}:
+            assert time.monotonic() < deadline, "the deliveries were not settled"
+            time.sleep(0.02)
+        assert DeliveryAttempt.objects.filter(number=1, status_code=200).count() == 2
+    finally:
+        holder.close()
+
+
 def test_an_event_reaches_its_receiver_in_four_statements(world, receiver):
     """The fan-out task's work for one event and one webhook: the fan-out, the read, the
     claim, the settle (the webhook's health row is moved at most once a second)."""
