@@ -785,11 +785,10 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
         last = webhook.last_delivery_at
         if webhook.failing_since is None and last is not None and now - last < LAST_DELIVERY_STEP:
             return
-    hooks = Webhook.objects.filter(pk=webhook.pk)
-    if ok:
-        hooks.update(failing_since=None, last_delivery_at=now)
+        Webhook.objects.filter(pk=webhook.pk).update(failing_since=None, last_delivery_at=now)
         webhook.failing_since, webhook.last_delivery_at = None, now
         return
+    hooks = Webhook.objects.filter(pk=webhook.pk)
     if webhook.failing_since is None:
         hooks.filter(failing_since__isnull=True).update(failing_since=now)
         webhook.failing_since = now
