@@ -2,23 +2,37 @@
 
 Two doors into one Django project:
 
-- ``/v1/events/stream`` goes to Django's ASGI handler: each open stream is a coroutine on the
-  process's event loop, so one process holds thousands of them;
-- every other request goes to Django's WSGI handler on a fixed pool of threads (a2wsgi). The
-  REST endpoints are synchronous code; Django's ASGI handler would run each request in a new
-  thread of its own, which was measured at about 0.75 of the throughput of gunicorn's threaded
-  WSGI workers, and at 0.45 with connections kept per thread. On a pool of long-lived
-  threads they run as under gunicorn's threads, keeping their database connections.
+- every request but the event stream goes to Django's WSGI handler on a fixed pool of threads
+  (a2wsgi). The REST endpoints are synchronous code; Django's ASGI handler would run each
+  request in a new thread of its own, which was measured at about 0.75 of the throughput of
+  gunicorn's threaded WSGI workers, and at 0.45 with connections kept per thread. On a pool of
+  long-lived threads they run as under gunicorn's threads, keeping their database connections;
+- ``GET /v1/events/stream`` is answered on the same threads (middleware, credentials, filters,
+  errors in the envelope: the view of notifications/views.py), and its frames are then sent
+  by a coroutine on the process's event loop, so one process holds thousands of streams. Once
+  the response has started, an open stream keeps only its subscriber, its generator and its
+  connection: not the request, a thread, an executor or a database connection of its own, as
+  it did under Django's ASGI handler (372 objects per stream for the collector to walk).
 """
 
+import asyncio
+import contextlib
+import contextvars
+import io
 import os
 
 from a2wsgi import WSGIMiddleware
+from django.conf import settings
+from django.core import signals
 from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.base import BaseHandler
 from django.core.wsgi import get_wsgi_application
+from django.urls import set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
 
+# Django's own ASGI handler, for comparison in bench/serving.py.
 django_asgi = get_asgi_application()
 _django_wsgi = get_wsgi_application()
 
@@ -33,15 +47,121 @@ def _terminated_input(environ, start_response):
 
 django_wsgi = WSGIMiddleware(_terminated_input, workers=int(os.environ.get("WEB_THREADS", "8")))
 ASYNC_PATHS = frozenset({"/v1/events/stream"})
-# Only reads go to the event loop: Django's ASGI handler spools a whole request body before
-# routing, so any other method of these paths is answered (405) by the WSGI side instead.
+# Only reads are streamed: any other method of these paths is answered (405) by the WSGI side.
 ASYNC_METHODS = frozenset({"GET", "HEAD"})
+# A stream's request has no body; what one carries anyway is kept up to this size for the
+# body guard to judge (it answers by Content-Length), the rest read and dropped.
+BODY_KEPT = 64 * 1024
+
+
+class StreamHandler(BaseHandler):
+    """Django's request cycle for a stream's request, run on a thread of the pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.load_middleware()
+
+    def respond(self, scope: dict, body: bytes):
+        set_script_prefix(settings.FORCE_SCRIPT_NAME or scope.get("root_path", "") or "/")
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        try:
+            request = ASGIRequest(scope, io.BytesIO(body))
+        except UnicodeDecodeError:  # a query string that is not UTF-8
+            from collab.api.middleware import json_error
+
+            response = json_error(400, "BAD_REQUEST", "The query string is not valid UTF-8.")
+            response.close()
+            return response
+        response = self.get_response(request)
+        # The request is over once its response is built: this gives the database connection
+        # back (a stream reads the log through the hub) and lets the request go (the response
+        # holds its close() until closed, and with it the user, the URL resolver's trail...).
+        response.close()
+        return response
+
+
+class StreamDoor:
+    def __init__(self, executor):
+        self.executor = executor
+        self.handler = StreamHandler()
+
+    async def __call__(self, scope, receive, send) -> None:
+        response = await self._respond(scope, receive)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": _headers(response),
+            }
+        )
+        if not response.streaming:
+            await send({"type": "http.response.body", "body": response.content})
+            return
+        frames = response.streaming_content
+        del response
+        # The client leaving ends the stream (and so its subscription) at once.
+        streaming = asyncio.current_task()
+        assert streaming is not None
+        listener = asyncio.create_task(_disconnected(receive, streaming))
+        try:
+            async with contextlib.aclosing(frames):
+                async for frame in frames:
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except asyncio.CancelledError:
+            if not listener.done() or listener.cancelled():
+                raise  # the server is stopping, not the client leaving
+            streaming.uncancel()
+        finally:
+            listener.cancel()
+
+    async def _respond(self, scope, receive):
+        """The response, built on a thread of the pool in a context of its own (as a2wsgi
+        runs every other request), which is let go with this call."""
+        body = await _body_read(receive)
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            self.executor, context.run, self.handler.respond, scope, body
+        )
+
+
+async def _body_read(receive) -> bytes:
+    kept = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        if len(kept) < BODY_KEPT:
+            kept += message.get("body", b"")[: BODY_KEPT - len(kept)]
+        if not message.get("more_body", False):
+            break
+    return bytes(kept)
+
+
+async def _disconnected(receive, streaming: asyncio.Task) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    streaming.cancel()
+
+
+def _headers(response) -> list[tuple[bytes, bytes]]:
+    headers = [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
+    headers += [
+        (b"Set-Cookie", cookie.output(header="").encode("ascii").strip())
+        for cookie in response.cookies.values()
+    ]
+    return headers
+
+
+stream_door = StreamDoor(django_wsgi.executor)
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "http" and (
-        scope["path"] not in ASYNC_PATHS or scope["method"] not in ASYNC_METHODS
+    if (
+        scope["type"] == "http"
+        and scope["path"] in ASYNC_PATHS
+        and scope["method"] in ASYNC_METHODS
     ):
-        await django_wsgi(scope, receive, send)
+        await stream_door(scope, receive, send)
     else:
-        await django_asgi(scope, receive, send)
+        await django_wsgi(scope, receive, send)

@@ -66,16 +66,8 @@ def stream_options(request) -> dict:
             raise BadRequest(
                 "Invalid query parameters.", details={"types": ["An empty value is not allowed."]}
             )
-    read_at = time.monotonic()
-    project_ids, workspace_ids = selectors.visible_scope(user=request.user)
-    subscriber = stream.Subscriber(
-        user_id=request.user.pk,
-        scope_read_at=read_at,
-        project_ids=project_ids,
-        workspace_ids=workspace_ids,
-        types=types,
-        only_project=only_project,
-    )
+    # What it may see is read as it joins the hub (with the other streams joining then).
+    subscriber = stream.Subscriber(user_id=request.user.pk, types=types, only_project=only_project)
     return {"subscriber": subscriber, "last_event_id": parse_last_event_id(request)}
 
 
@@ -171,6 +163,8 @@ async def _replay(subscriber: stream.Subscriber, after: int, upto: int):
 def event_stream_sync(*, subscriber: stream.Subscriber, last_event_id: int | None):
     """The same stream for a WSGI server (or the test client): each stream holds a thread
     and polls the log. ``collab.asgi`` is what production and ./run serve."""
+    scopes = selectors.visible_scopes(user_ids={subscriber.user_id})
+    subscriber.rescope(*scopes[subscriber.user_id])
     current = stream.last_event_id()
     yield b": connected\n\n"
     start = current

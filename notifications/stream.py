@@ -114,10 +114,11 @@ class Subscriber:
     """One open stream: what it may see, what it asked for, and its queue."""
 
     user_id: int
-    project_ids: set[int]
-    workspace_ids: set[int]
     types: list[str] | None
     only_project: int | None = None
+    # What it may see: read by the hub as it joins (``Hub.subscribe``), then on every change.
+    project_ids: set[int] = field(default_factory=set)
+    workspace_ids: set[int] = field(default_factory=set)
     queue: asyncio.Queue = field(
         default_factory=lambda: asyncio.Queue(settings.EVENT_STREAM_QUEUE_SIZE)
     )
@@ -255,13 +256,22 @@ class Hub:
         # Scope changes handed out lately, with when: a subscriber whose scope was read
         # before one of them that concerns it is read again as it joins.
         self.recent_reaches: deque[tuple[float, Reach]] = deque()
+        # Subscribers whose scope is still to be read, and the read under way: one at a time,
+        # for all who joined meanwhile (a thousand streams opening at once cost a few reads).
+        self.joining: list[tuple[Subscriber, asyncio.Future]] = []
+        self.joining_read: asyncio.Task | None = None
 
     async def subscribe(self, subscriber: Subscriber) -> int:
-        """Add a subscriber; returns the id it will see events after."""
+        """Read what a subscriber may see and add it; returns the id it will see events after."""
         if self.task is None or self.task.done():
             self.ready.clear()
             self.task = asyncio.create_task(self._run(), name="collab-event-hub")
         await self.ready.wait()
+        joined = asyncio.get_running_loop().create_future()
+        self.joining.append((subscriber, joined))
+        if self.joining_read is None or self.joining_read.done():
+            self.joining_read = asyncio.create_task(self._joining_read())
+        await joined
         self.subscribers.add(subscriber)
         assert self.reader is not None  # set by _run before ready
         boundary = self.reader.last_id
@@ -283,6 +293,25 @@ class Hub:
         for subscriber in subscribers:
             subscriber.rescope(*scopes[subscriber.user_id])
             subscriber.scope_read_at = read_at
+
+    async def _joining_read(self) -> None:
+        while self.joining:
+            batch, self.joining = self.joining, []
+            try:
+                await self.rescope([subscriber for subscriber, _ in batch])
+            except Exception as exc:
+                # The database may be down: these streams end (the client reconnects).
+                logger.exception("The event hub could not read its new streams' scope")
+                outcome: BaseException | None = exc
+            else:
+                outcome = None
+            for _, joined in batch:
+                if joined.done():  # its client left meanwhile
+                    continue
+                if outcome is None:
+                    joined.set_result(None)
+                else:
+                    joined.set_exception(outcome)
 
     async def _apply_reach(self, reach: Reach) -> None:
         now = time.monotonic()
