@@ -13,13 +13,15 @@ def event_fanout(self, *, event_ids: list[int] | None = None, event_id: int | No
     return len(services.events_deliver(event_ids=ids, wait=bool(self.request.is_eager)))
 
 
-@shared_task
+@shared_task(bind=True)
 def webhook_deliver(
-    *, delivery_ids: list[int] | None = None, delivery_id: int | None = None
+    self, *, delivery_ids: list[int] | None = None, delivery_id: int | None = None
 ) -> list[str | None]:
     # ``delivery_id``: one delivery (retries, the sweeper, and messages queued before batches).
+    # As the fan-out does, a worker's thread hands the sends on: retries bound for a receiver
+    # that does not answer must not hold the threads the next events' fan-outs need.
     ids = delivery_ids if delivery_ids is not None else [delivery_id] if delivery_id else []
-    sent = services.deliveries_send(delivery_ids=ids)
+    sent = services.deliveries_send(delivery_ids=ids, wait=bool(self.request.is_eager))
     return [delivery.status if delivery is not None else None for delivery in sent]
 
 

@@ -362,6 +362,36 @@ def test_without_waiting_the_caller_is_free_while_a_slow_receiver_holds_its_turn
         holder.close()
 
 
+def test_a_retry_task_on_a_worker_does_not_wait_on_its_receiver(world):
+    """A retry (``webhook_deliver``) bound for a receiver that sits on its requests: on a
+    worker, its thread hands the turn on and returns, so retries for a dead receiver do not
+    take the threads the next events' fan-outs need. Run eagerly (the tests), it waits."""
+    from django.db import connection
+
+    from notifications.tasks import webhook_deliver
+
+    if connection.vendor == "sqlite":
+        pytest.skip("senders writing while the test reads: PostgreSQL")
+    holder = Holder()
+    try:
+        [slow] = _deliveries(world, holder.url, 1)
+        webhook_deliver.push_request(is_eager=False)
+        try:
+            began = time.monotonic()
+            assert webhook_deliver(delivery_ids=[slow.pk]) == [None]
+            assert time.monotonic() - began < 2
+        finally:
+            webhook_deliver.pop_request()
+        assert holder.arrived.acquire(timeout=5)  # on the wire, unanswered, and we are free
+        holder.release.set()
+        deadline = time.monotonic() + 10
+        while Delivery.objects.get(pk=slow.pk).status != Delivery.Status.SUCCEEDED:
+            assert time.monotonic() < deadline, "the delivery was not settled"
+            time.sleep(0.02)
+    finally:
+        holder.close()
+
+
 def test_an_event_reaches_its_receiver_in_four_statements(world, receiver):
     """The fan-out task's work for one event and one webhook: the fan-out, the read, the
     claim, the settle (the webhook's health row is moved at most once a second)."""
