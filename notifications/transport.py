@@ -66,18 +66,33 @@ class Gate:
     failures: int = 0
     paused_until: float = 0.0
     probing: bool = False
+    # Sends out now, when they last took every slot, and when one last ended: a receiver
+    # whose slots have all been taken for longer than a sender would wait, with nothing
+    # back meanwhile, is stuck rather than busy, and waiting on it would only hold a sender.
+    in_flight: int = 0
+    full_at: float = 0.0
+    ended_at: float = 0.0
 
     def enter(self, now: float) -> str | None:
         """``None`` to go ahead (holding a slot), else why not: "paused" or "busy"."""
+        wait = settings.WEBHOOK_HOST_WAIT_SECONDS
         with self.lock:
             if self.paused_until > now or (self.paused_until and self.probing):
                 return "paused"
             if self.paused_until:
                 self.probing = True  # the pause is over: one delivery finds out
-        if not self.slots.acquire(timeout=settings.WEBHOOK_HOST_WAIT_SECONDS):
-            with self.lock:
+            stuck = (
+                self.in_flight >= settings.WEBHOOK_HOST_CONCURRENCY
+                and now - max(self.full_at, self.ended_at) > wait
+            )
+        entered = self.slots.acquire(blocking=False) if stuck else self.slots.acquire(timeout=wait)
+        with self.lock:
+            if not entered:
                 self.probing = False
-            return "busy"
+                return "busy"
+            self.in_flight += 1
+            if self.in_flight >= settings.WEBHOOK_HOST_CONCURRENCY:
+                self.full_at = time.monotonic()
         return None
 
     def leave(self, *, reached: bool, now: float) -> None:
@@ -85,6 +100,8 @@ class Gate:
         self.slots.release()
         with self.lock:
             self.probing = False
+            self.in_flight -= 1
+            self.ended_at = now
             if reached:
                 self.failures, self.paused_until = 0, 0.0
                 return

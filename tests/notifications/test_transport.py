@@ -161,6 +161,36 @@ def test_a_receiver_answering_again_ends_its_pause(settings):
         dropper.close()
 
 
+def test_a_busy_receiver_is_waited_for_and_a_stuck_one_is_not(settings):
+    """Every slot taken: a sender waits WEBHOOK_HOST_WAIT_SECONDS for one while the receiver
+    has just filled up or still answers; once they have all been out for longer than that,
+    with nothing back, the receiver is stuck and the delivery is deferred at once (a dead
+    receiver's deliveries must not hold the senders the others need)."""
+    settings.WEBHOOK_HOST_CONCURRENCY = 1
+    settings.WEBHOOK_HOST_WAIT_SECONDS = 0.4
+    holder = Holder()
+    try:
+        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
+        first.start()
+        assert holder.arrived.acquire(timeout=5)  # the one slot is taken, just now
+
+        def deferred_after() -> float:
+            began = time.monotonic()
+            result = post(holder.url)
+            assert result.deferred
+            return time.monotonic() - began
+
+        assert deferred_after() >= 0.35  # busy: it waited for the slot
+        time.sleep(0.1)  # full for longer than a sender waits, and nothing came back
+        assert deferred_after() < 0.1  # stuck: deferred at once
+        assert deferred_after() < 0.1
+        holder.release.set()
+        first.join(5)
+        assert post(holder.url).ok  # back, and taken at once
+    finally:
+        holder.close()
+
+
 def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings):
     settings.WEBHOOK_HOST_CONCURRENCY = 1
     settings.WEBHOOK_HOST_WAIT_SECONDS = 0.05
