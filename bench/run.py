@@ -579,9 +579,11 @@ def workers(environment: dict) -> list[CeleryWorker]:
 
 
 def queue_drain(timeout: float) -> None:
-    """Wait until the worker has taken every task the writes queued (their events' fan-out):
-    the broker's list of every queue is empty. The fan-out rides the webhooks queue; looking
-    at the default queue alone let a measurement start behind a backlog."""
+    """Wait until the workers have done every task the writes queued (their events' fan-out):
+    the broker's list of every queue is empty, and no worker holds a task it took from one
+    (a worker takes several ahead). The fan-out rides the webhooks queue; looking at the
+    default queue alone, or at the lists alone, let a measurement start behind a backlog.
+    Tasks due later (retries) are left to their time."""
     import redis
 
     from collab.celery import app
@@ -592,12 +594,19 @@ def queue_drain(timeout: float) -> None:
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            if not any(client.llen(name) for name in names):
+            if not any(client.llen(name) for name in names) and not workers_busy(app):
                 return
             time.sleep(0.5)
     finally:
         client.close()
     raise SystemExit("the worker did not drain its queues in time")
+
+
+def workers_busy(app) -> bool:
+    """Whether a worker is running a task or holds one taken ahead that is due now."""
+    inspect = app.control.inspect(timeout=1)
+    held = [*(inspect.active() or {}).values(), *(inspect.reserved() or {}).values()]
+    return any(held)
 
 
 # Webhooks ------------------------------------------------------------------------------------
@@ -855,6 +864,13 @@ def latest_event_id(project_id: int) -> int:
 
 def report(args, projects, cases, results, load_name, load_before) -> None:
     by_name = {item["name"]: item for item in cases}
+    # Every figure is a ratio of throughputs: one of nothing is a failed measurement, named.
+    idle = [item["name"] for item in cases if not item["load"]["requests_per_second"]]
+    if idle:
+        raise SystemExit(
+            f"Measured at 0 requests per second: {', '.join(idle)}; no ratio can be made of "
+            "them (the workers' logs are in bench/results/)."
+        )
     baseline = by_name[BASELINE]["load"]["requests_per_second"]
     labels = {"small": size_label(args.small), "large": size_label(args.large)}
 
