@@ -81,6 +81,8 @@ class StreamHandler(BaseHandler):
 
 
 class StreamDoor:
+    """``GET``/``HEAD /v1/events/stream``: answered on the pool's threads, then streamed."""
+
     def __init__(self, executor):
         self.executor = executor
         self.handler = StreamHandler()
