@@ -83,6 +83,13 @@ class Holder:
     def url(self) -> str:
         return self.receiver.url
 
+    def occupy(self) -> threading.Thread:
+        """A delivery in flight to it, from a thread of its own, arrived and held."""
+        sending = threading.Thread(target=post, args=(self.url, 10), daemon=True)
+        sending.start()
+        assert self.arrived.acquire(timeout=5)
+        return sending
+
     def close(self):
         self.release.set()
         self.server.shutdown()
@@ -170,9 +177,7 @@ def test_a_busy_receiver_is_waited_for_and_a_stuck_one_is_not(settings):
     settings.WEBHOOK_HOST_WAIT_SECONDS = 0.4
     holder = Holder()
     try:
-        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
-        first.start()
-        assert holder.arrived.acquire(timeout=5)  # the one slot is taken, just now
+        first = holder.occupy()  # the one slot is taken, just now
 
         def deferred_after() -> float:
             began = time.monotonic()
@@ -197,9 +202,7 @@ def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings)
     settings.WEBHOOK_BUSY_DEFER_SECONDS = 30
     holder = Holder()
     try:
-        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
-        first.start()
-        assert holder.arrived.acquire(timeout=5)  # the receiver's one slot is taken
+        first = holder.occupy()  # the receiver's one slot is taken
 
         webhook = Webhook.objects.create(
             project=world.project, url=holder.url, events=["*"], secret_encrypted=_secret()
@@ -317,9 +320,7 @@ def test_a_busy_receiver_hands_the_rest_of_the_batch_back_untried(world, setting
     settings.WEBHOOK_BUSY_DEFER_SECONDS = 30
     holder = Holder()
     try:
-        first = threading.Thread(target=post, args=(holder.url, 10), daemon=True)
-        first.start()
-        assert holder.arrived.acquire(timeout=5)
+        holder.occupy()
         deliveries = _deliveries(world, holder.url, 3)
         assert services.deliveries_send(delivery_ids=[d.pk for d in deliveries]) == [None] * 3
         for delivery in Delivery.objects.all():
