@@ -12,8 +12,11 @@ from django.db.models import CharField, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Cast
 
 from accounts.models import User
+from collab.api.prepared import PreparedQuery
+from collab.api.routers import id_or_none
 from projects.models import Project
 from projects.selectors import (
+    PROJECT_FIELDS,
     project_audience_q,
     project_seen,
     project_visibility_q,
@@ -46,24 +49,57 @@ def issue_list(*, user: User, project: Project | None = None) -> QuerySet[Issue]
     return Issue.objects.filter(project_id__in=visible_projects(user=user))
 
 
+# An issue's columns, then its project's through the foreign key: one row for both.
+ISSUE_COLUMNS = [field.attname for field in Issue._meta.concrete_fields]
+_PROJECT_PATHS = [f"project__{name}" for name in PROJECT_FIELDS]
+READER = ("reader_role", "reader_on_team")
+
+
+def issue_rows(
+    issues: QuerySet[Issue], *, reader_id: int | None, extra: tuple[str, ...] = ()
+) -> QuerySet[Issue, dict[str, Any]]:
+    """The issues' rows with their projects' (``issue_from_row`` makes them instances): with
+    ``reader_id``, the reader's role and team seat too (``projects.selectors.reader_annotations``)
+    so that neither visibility nor the request's role check costs another query."""
+    if reader_id is not None:
+        issues = issues.annotate(
+            **reader_annotations(
+                user_id=reader_id, project="project_id", workspace="project__workspace_id"
+            )
+        )
+        extra = (*READER, *extra)
+    rows: QuerySet[Issue, dict[str, Any]] = issues.values(*ISSUE_COLUMNS, *_PROJECT_PATHS, *extra)
+    return rows
+
+
+def issue_from_row(row: dict[str, Any], *, alias: str) -> Issue:
+    """The issue of an ``issue_rows`` row, its project attached (with the reader's role and team
+    seat when they were read)."""
+    issue = Issue.from_db(alias, ISSUE_COLUMNS, [row[name] for name in ISSUE_COLUMNS])
+    project = Project.from_db(alias, PROJECT_FIELDS, [row[path] for path in _PROJECT_PATHS])
+    if READER[0] in row:
+        project.reader_role, project.reader_on_team = (row[name] for name in READER)
+    issue.project = project
+    return issue
+
+
+# Compiled once (collab.api.prepared): every route under an issue reads it first.
+_ISSUE_READ = PreparedQuery(
+    lambda *, pk, user_id: issue_rows(Issue.objects.filter(pk=pk), reader_id=user_id),
+    pk=int,
+    user_id=int,
+)
+
+
 def issue_get(*, user: User, issue_id: int | str) -> Issue | None:
     """The issue with its project if the user may see it, else None, in one query: the
-    reader's role and team seat come with the row (``projects.selectors.reader_annotations``),
-    so neither visibility nor the request's role check costs another."""
-    reader = reader_annotations(
-        user_id=user.pk, project="project_id", workspace="project__workspace_id"
-    )
-    issue = (
-        Issue.objects.select_related("project")
-        .annotate(reader_role=reader["reader_role"], reader_on_team=reader["reader_on_team"])
-        .filter(pk=issue_id)
-        .first()
-    )
-    if issue is None:
+    reader's role and team seat come with the row (``issue_rows``)."""
+    pk = id_or_none(issue_id)
+    rows = _ISSUE_READ.rows(pk=pk, user_id=user.pk) if pk is not None else []
+    if not rows:
         return None
-    project = issue.project
-    project.reader_role, project.reader_on_team = issue.reader_role, issue.reader_on_team
-    return issue if project_seen(project, user=user) else None
+    issue = issue_from_row(rows[0], alias=_ISSUE_READ.alias)
+    return issue if project_seen(issue.project, user=user) else None
 
 
 def issue_count(

@@ -7,23 +7,27 @@ the next number, with no gaps and no duplicates.
 """
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
 from collab.api import bulk
 from collab.api.exceptions import ApiError, NotFound, ValidationFailed
+from collab.api.prepared import PreparedQuery
+from collab.api.routers import id_or_none
 from collab.sequences import sequence_next, sequence_next_with_id
 from collab.unset import UNSET, Maybe, given
 from collab.writebatch import WriteBatch
 from events.services import changes_diff, event_record, event_record_many, model_update
 from projects.models import Project
+from projects.selectors import project_seen
 
 from .models import (
     PRIORITY_RANK,
@@ -35,7 +39,7 @@ from .models import (
     Status,
 )
 from .records import IssueRecord, issue_record_from, issue_records, label_record
-from .selectors import assignee_allowed, assignee_id_allowed
+from .selectors import assignee_allowed, assignee_id_allowed, issue_from_row, issue_rows
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
 
@@ -357,32 +361,61 @@ def _atomic() -> transaction.Atomic:
 
 
 @dataclass
-class _Locked:
+class LockedIssue:
+    """An issue read for a change, its row locked until the transaction ends."""
+
     issue: Issue  # with its project
     labels: list[tuple[int, str]]  # (id, name) of its labels, in the database's order of names
 
 
-def _issue_lock(issue_id: int) -> _Locked | None:
+def _locking_rows(*, pk: int, reader_id: int | None = None) -> QuerySet[Issue, dict[str, Any]]:
+    issues = Issue.objects.select_for_update(of=("self",)).filter(pk=pk)
+    labels = issues.annotate(label_pk=F("labels__id"), label_name=F("labels__name"))
+    return issue_rows(
+        labels.order_by("label_name"), reader_id=reader_id, extra=("label_pk", "label_name")
+    )
+
+
+# Compiled once (collab.api.prepared): every change of an issue reads it so.
+_LOCKING_READ = PreparedQuery(_locking_rows, pk=int)
+_LOCKING_READ_FOR = PreparedQuery(_locking_rows, pk=int, reader_id=int)
+
+
+def _issue_lock(issue_id: int | str, *, reader: User | None = None) -> LockedIssue | None:
     """The issue, its row locked until the transaction ends, with its project and its labels,
     in one query (a row per label); None when it is gone (deleted by another request since
-    the caller read it).
+    the caller read it). With ``reader``, the reader's role and team seat come with it, as
+    ``issues.selectors.issue_get`` reads them, and None also when they may not see it.
 
     Only the issue's row is locked: a lock on the project's row would hold up every create in
     the project, whose foreign key check takes a share lock on it at commit, and with the
     counter rows it deadlocks. Its label links change only under this lock, so the names
     read with it are the issue's until the transaction ends.
     """
-    rows = list(
-        Issue.objects.select_for_update(of=("self",))
-        .select_related("project")
-        .filter(pk=issue_id)
-        .annotate(label_pk=F("labels__id"), label_name=F("labels__name"))
-        .order_by("label_name")
-    )
+    pk = id_or_none(issue_id)
+    if pk is None:
+        return None
+    if reader is None:
+        read, rows = _LOCKING_READ, _LOCKING_READ.rows(pk=pk)
+    else:
+        read, rows = _LOCKING_READ_FOR, _LOCKING_READ_FOR.rows(pk=pk, reader_id=reader.pk)
     if not rows:
         return None
-    labels = [(row.label_pk, row.label_name) for row in rows if row.label_pk is not None]
-    return _Locked(rows[0], labels)
+    issue = issue_from_row(rows[0], alias=read.alias)
+    if reader is not None and not project_seen(issue.project, user=reader):
+        return None
+    labels = [(row["label_pk"], row["label_name"]) for row in rows if row["label_pk"] is not None]
+    return LockedIssue(issue, labels)
+
+
+@contextmanager
+def issue_locked(*, issue_id: int | str, reader: User) -> Iterator[LockedIssue | None]:
+    """The issue as ``reader`` may see it (None when they may not, or it is not there), locked
+    until the block ends: one query where a read and then ``issue_update``'s own locking read
+    would be two. Hand it to ``issue_update`` within the block; an exception from the block
+    writes nothing (inside another transaction the block is a savepoint)."""
+    with transaction.atomic():
+        yield _issue_lock(issue_id, reader=reader)
 
 
 def _assignee_refusal(project: Project, assignee_id: int | None) -> ValidationFailed | None:
@@ -393,7 +426,7 @@ def _assignee_refusal(project: Project, assignee_id: int | None) -> ValidationFa
     )
 
 
-def _update_refusal(locked: _Locked | None, data: dict[str, Any]) -> ApiError | None:
+def _update_refusal(locked: LockedIssue | None, data: dict[str, Any]) -> ApiError | None:
     if locked is None:
         return NotFound()
     # Checked only for a new assignee: keeping one who has since lost sight of the project is
@@ -405,7 +438,7 @@ def _update_refusal(locked: _Locked | None, data: dict[str, Any]) -> ApiError | 
 
 def issue_update(
     *,
-    issue: Issue,
+    issue: Issue | LockedIssue,
     actor: User | None,
     title: Maybe[str] = UNSET,
     description: Maybe[str | None] = UNSET,
@@ -420,8 +453,9 @@ def issue_update(
     record. No change, no event.
 
     Costs, besides the assignee's check and the labels' lookup when they are given, the
-    locking read and, when something changed, one batch of writes (``collab.writebatch``):
-    the row, its label links, the counters, the history rows and the event.
+    locking read (none for an issue from ``issue_locked``, within its block) and, when
+    something changed, one batch of writes (``collab.writebatch``): the row, its label links,
+    the counters, the history rows and the event.
     """
     data = given(
         title=title,
@@ -433,7 +467,7 @@ def issue_update(
         labels=labels,
     )
     with _atomic():
-        locked = _issue_lock(issue.pk)
+        locked = issue if isinstance(issue, LockedIssue) else _issue_lock(issue.pk)
         refusal = _update_refusal(locked, data)
         changed = None
         if locked is not None and refusal is None:
@@ -445,7 +479,7 @@ def issue_update(
 
 
 def _issue_change(
-    locked: _Locked, data: dict[str, Any], *, actor: User | None, source: str
+    locked: LockedIssue, data: dict[str, Any], *, actor: User | None, source: str
 ) -> tuple[Issue, IssueRecord]:
     issue, project = locked.issue, locked.issue.project
     current_labels = [name for _pk, name in locked.labels]

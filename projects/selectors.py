@@ -7,7 +7,7 @@ from django.db.models.functions import Coalesce
 from accounts.models import Membership, Role, User
 from accounts.roles import role_remember, user_roles, workspace_role
 from collab.api.prepared import PreparedQuery
-from collab.api.routers import MAX_ID
+from collab.api.routers import id_or_none
 
 from .models import Project, ProjectMember
 
@@ -179,11 +179,8 @@ class ProjectLookup:
 
     def get(self, *, user: User, project_id: int | str | None) -> Project | None:
         """The project if the user may see it, else None (whether it exists or not)."""
-        try:
-            pk = int(project_id)  # type: ignore[arg-type]  # None: the TypeError below
-        except (TypeError, ValueError):
-            return None
-        if not 0 < pk <= MAX_ID:
+        pk = id_or_none(project_id)
+        if pk is None:
             return None
         rows = self.query.rows(pk=pk, user_id=user.pk)
         if not rows:

@@ -11,13 +11,19 @@ Parameters are given by name; each must be a string or an integer used as a plai
 value (``=``, not ``icontains`` or ``in``, whose values the compiler rewrites). Compiling
 checks that every stand-in reached the SQL's parameters, so a query that transforms one fails
 loudly instead of running with the wrong value.
+
+A locking read (``select_for_update()``) goes where Django would send it, to the database for
+writes (which pins the rest of the request there, ``collab.dbrouters``), and only inside a
+transaction.
 """
 
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 
-from django.db import connections, router
+from django.db import connections, router, transaction
 from django.db.models import Model, QuerySet
+from django.db.transaction import TransactionManagementError
 
 # Stand-ins: values no caller passes, of the type the field expects, so the compiler keeps
 # them as they are (an integer field turns a string into a type error, and a string field
@@ -36,12 +42,18 @@ class PreparedQuery:
         self.build = build
         self.types = types
         self._model: type[Model] | None = None
+        self._for_write = False
         self._local = threading.local()
 
     def rows(self, **params) -> list[dict]:
         if params.keys() != self.types.keys():
             raise TypeError(f"Expected parameters {sorted(self.types)}, got {sorted(params)}")
         compiled = self._compiled()
+        connection = connections[compiled.alias]
+        if compiled.locks and connection.get_autocommit():
+            raise TransactionManagementError(
+                "select_for_update cannot be used outside of a transaction."
+            )
         values = list(compiled.params)
         for name, positions in compiled.slots.items():
             value = params[name]
@@ -49,7 +61,7 @@ class PreparedQuery:
                 raise TypeError(f"{name} must be {self.types[name].__name__}")
             for position in positions:
                 values[position] = value
-        with connections[compiled.alias].cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(compiled.sql, values)
             fetched = cursor.fetchall()
         names = compiled.names
@@ -64,11 +76,14 @@ class PreparedQuery:
         # Per thread (a compiler is bound to its thread's connection) and per database: the
         # router may send this read to a replica now and to the primary later in a request.
         by_alias = self._local.__dict__.setdefault("by_alias", {})
-        alias = router.db_for_read(self._model) if self._model is not None else None
+        alias = None
+        if self._model is not None:
+            route = router.db_for_write if self._for_write else router.db_for_read
+            alias = route(self._model)
         compiled = by_alias.get(alias)
         if compiled is None:
             compiled = _Compiled(self.build, self.types, using=alias)
-            self._model = compiled.model
+            self._model, self._for_write = compiled.model, compiled.locks
             by_alias[alias] = by_alias[compiled.alias] = compiled
         return compiled
 
@@ -88,9 +103,12 @@ class _Compiled:
         query = queryset.query
         if not query.values_select and not query.annotation_select:
             raise TypeError("A PreparedQuery needs a values() queryset.")
-        self.alias = queryset.db
+        self.alias = queryset.db  # for a locking read, the database for writes
+        self.locks = bool(query.select_for_update)
         self.compiler = query.get_compiler(self.alias)
-        self.sql, params = self.compiler.as_sql()
+        # as_sql() refuses a locking read outside a transaction; its SQL is the same in one.
+        with transaction.atomic(using=self.alias) if self.locks else nullcontext():
+            self.sql, params = self.compiler.as_sql()
         self.params = tuple(params)
         self.slots = {
             name: [

@@ -10,6 +10,15 @@ ID_PATTERN = r"[0-9]{1,19}"
 MAX_ID = 2**63 - 1
 
 
+def id_or_none(value: object) -> int | None:
+    """``value`` (a path's text, or an int) as an identifier; None when it cannot be one."""
+    try:
+        pk = int(value)  # type: ignore[call-overload]  # None and the like: the TypeError
+    except (TypeError, ValueError):
+        return None
+    return pk if 0 < pk <= MAX_ID else None
+
+
 class ApiRouter(SimpleRouter):
     """Paths without trailing slashes and numeric ids, as the contract writes them."""
 

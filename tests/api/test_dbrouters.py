@@ -85,3 +85,28 @@ def test_a_prepared_query_compiles_for_the_database_the_router_picks(monkeypatch
     monkeypatch.setattr(router, "db_for_read", db_for_read)
     assert query.rows(pk=world.project.pk) == [{"name": "Rocket"}]
     assert asked == [Project], "each run asks the router where to read"
+
+
+@pytest.mark.django_db
+def test_a_prepared_locking_read_goes_to_the_database_for_writes(monkeypatch, world):
+    """As Django sends a select_for_update() queryset: db_for_write, which pins the request."""
+    from collab.api.prepared import PreparedQuery
+
+    query = PreparedQuery(
+        lambda pk: Project.objects.select_for_update().filter(pk=pk).values("name"), pk=int
+    )
+    asked = []
+
+    def db_for(kind):
+        def route(model, **hints):
+            asked.append((kind, model))
+            return "default"
+
+        return route
+
+    monkeypatch.setattr(router, "db_for_read", db_for("read"))
+    monkeypatch.setattr(router, "db_for_write", db_for("write"))
+    with transaction.atomic():
+        for _ in range(2):
+            assert query.rows(pk=world.project.pk) == [{"name": "Rocket"}]
+    assert asked and {kind for kind, _model in asked} == {"write"}, asked

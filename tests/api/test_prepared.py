@@ -5,8 +5,9 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -126,3 +127,19 @@ def test_model_instances_are_refused():
     plain = PreparedQuery(lambda pk: Project.objects.filter(pk=pk), pk=int)
     with pytest.raises(TypeError):
         plain.rows(pk=1)
+
+
+def locked_name(pk):
+    return Project.objects.select_for_update().filter(pk=pk).values("name")
+
+
+def test_a_locking_read_runs_only_in_a_transaction(transactional_db, world):
+    query = PreparedQuery(locked_name, pk=int)
+    with pytest.raises(TransactionManagementError):
+        query.rows(pk=world.project.pk)  # not even the first call, which compiles
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        assert query.rows(pk=world.project.pk) == [{"name": world.project.name}]
+    with pytest.raises(TransactionManagementError):
+        query.rows(pk=world.project.pk)  # nor one after it compiled
+    if connection.vendor == "postgresql":
+        assert captured[-1]["sql"].endswith("FOR UPDATE"), captured[-1]["sql"]

@@ -2,6 +2,7 @@
 envelope, the database afterwards, the history rows and the event each change records."""
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 
@@ -651,15 +652,27 @@ def test_delete(api, world, bug):
     ("method", "body"), [("patch", {"status": "closed"}), ("put", {"title": "t"}), ("delete", None)]
 )
 def test_an_issue_deleted_while_the_request_runs_is_404(api, world, bug, monkeypatch, method, body):
-    """Another request deletes the issue between this one's read and its write."""
-    read = selectors.issue_get
+    """Another request deletes the issue while this one runs: a DELETE between its read and
+    its write; a PATCH or PUT (which read, check and write under one lock) before its read."""
+    if method == "delete":
+        read = selectors.issue_get
 
-    def read_then_lose_it(**kwargs):
-        issue = read(**kwargs)
-        services.issue_delete(issue=issue, actor=world.owner)
-        return issue
+        def read_then_lose_it(**kwargs):
+            issue = read(**kwargs)
+            services.issue_delete(issue=issue, actor=world.owner)
+            return issue
 
-    monkeypatch.setattr(selectors, "issue_get", read_then_lose_it)
+        monkeypatch.setattr(selectors, "issue_get", read_then_lose_it)
+    else:
+        locked = services.issue_locked
+
+        @contextmanager
+        def lose_it_then_read(**kwargs):
+            services.issue_delete(issue=bug, actor=world.owner)
+            with locked(**kwargs) as found:
+                yield found
+
+        monkeypatch.setattr(services, "issue_locked", lose_it_then_read)
     response = getattr(api.owner, method)(issue_url(bug), body, format="json")
     assert_error(response, 404, "NOT_FOUND")
     assert not Issue.objects.exists()
