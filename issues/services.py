@@ -39,7 +39,13 @@ from .models import (
     Status,
 )
 from .records import IssueRecord, issue_record_from, issue_records, label_record
-from .selectors import assignee_allowed, assignee_id_allowed, issue_from_row, issue_rows
+from .selectors import (
+    assignee_allowed,
+    assignee_id_allowed,
+    issue_from_row,
+    issue_rows,
+    labels_named,
+)
 
 TRACKED_FIELDS = ("title", "description", "type", "priority", "status", "assignee_id", "labels")
 
@@ -120,15 +126,14 @@ def _resolve_labels(project: Project, names: list[str]) -> list[Label]:
     wanted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
     if not wanted:
         return []
-    in_project = Label.objects.filter(project=project, name__in=wanted).order_by("name")
-    found = list(in_project)
+    found = labels_named(project_id=project.pk, names=wanted)
     if len(found) < len(wanted):
         have = {label.name for label in found}
         Label.objects.bulk_create(
             [Label(project=project, name=name) for name in wanted if name not in have],
             ignore_conflicts=True,
         )
-        found = list(in_project.all())
+        found = labels_named(project_id=project.pk, names=wanted)
     # In the database's order of names: the order the issue's record lists them in.
     return found
 

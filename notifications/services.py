@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+import redis
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
@@ -32,8 +33,10 @@ from kombu.exceptions import OperationalError
 
 from accounts.models import Membership, Role, User
 from collab.api.exceptions import Conflict, ValidationFailed
+from collab.api.prepared import PreparedQuery
 from collab.api.renderers import dumps
 from collab.netguard import UnsafeAddress, resolve
+from collab.redisclient import quick_client
 from collab.unset import UNSET, Maybe
 from events.catalogue import EVENT_KINDS, kind_matches, unknown_patterns
 from events.models import Event
@@ -54,14 +57,87 @@ T = TypeVar("T")
 DIRECT_KINDS = frozenset(kind for kind in EVENT_KINDS if kind.startswith("webhook."))
 
 
+# Set while a fan-out of the events not yet dispatched is queued and has not started: the
+# events committed meanwhile go with it instead of each queueing a task of its own.
+FANOUT_QUEUED_KEY = "collab:fanout:queued"
+# How long the mark may outlive a fan-out task that never starts (lost with a worker or a
+# broker): then the next commit queues one again, and the sweeper takes what was left before.
+FANOUT_QUEUED_SECONDS = 10
+
+
 def events_committed(event_ids: list[int]) -> None:
     """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the events of one
-    transaction out to the webhooks, in one task, and wake the streams."""
-    _enqueue(TASKS + "event_fanout", event_ids=event_ids)
+    transaction out to the webhooks, and wake the streams.
+
+    With Redis, the fan-out tasks coalesce: a commit queues one (of every event not yet
+    dispatched) only when none is queued already, so under a stream of writes the worker
+    runs one task for many events instead of one each (a task costs far more than its
+    statement). Without Redis, each transaction queues the fan-out of its own events.
+    """
+    queued = _fanout_mark()
+    if queued is None:
+        _enqueue(TASKS + "event_fanout", event_ids=event_ids)
+    elif queued and not _enqueue(TASKS + "event_fanout", due=True):
+        _fanout_unmark()  # the next commit tries again; the sweeper has these meanwhile
     stream.wake(event_ids[-1])
 
 
-def _enqueue(task: str, countdown: float | None = None, **kwargs: int | list[int]) -> bool:
+def _fanout_mark() -> bool | None:
+    """Whether this commit marked a fan-out as queued (and so must queue it); None when
+    there is no Redis to mark it in, or it does not answer (queue one of its own, then)."""
+    client = quick_client()
+    if client is None:
+        return None
+    try:
+        return bool(client.set(FANOUT_QUEUED_KEY, 1, nx=True, ex=FANOUT_QUEUED_SECONDS))
+    except redis.RedisError as exc:
+        logger.warning("Could not mark the fan-out as queued: %s", exc)
+        return None
+
+
+def _fanout_unmark() -> None:
+    """The queued fan-out has started (or could not be queued): the next commit queues
+    another. Called before the events are read, so none committed after it is missed."""
+    client = quick_client()
+    if client is None:
+        return
+    try:
+        client.delete(FANOUT_QUEUED_KEY)
+    except redis.RedisError as exc:
+        # The mark lapses on its own; until then the sweeper takes the events.
+        logger.warning("Could not clear the fan-out's mark: %s", exc)
+
+
+# Events fanned out by one task in one go (the rest in the next go of the same task).
+FANOUT_DUE_BATCH = 500
+# Compiled once (collab.api.prepared): a coalesced fan-out reads it first.
+_EVENTS_DUE = PreparedQuery(
+    lambda: (
+        Event.objects.filter(dispatched_at__isnull=True)
+        .order_by("id")
+        .values("id")[:FANOUT_DUE_BATCH]
+    )
+)
+
+
+def events_deliver_due(*, wait: bool = True, gather: float = 0.0) -> list[int]:
+    """``events_deliver`` of every event not yet dispatched, oldest first, in batches: the
+    coalesced fan-out ``events_committed`` queues. It first waits ``gather`` seconds with the
+    mark still up, so that the commits of that moment join it instead of queueing their own
+    (settings.WEBHOOK_FANOUT_GATHER_SECONDS)."""
+    if gather > 0:
+        time.sleep(gather)
+    _fanout_unmark()
+    made: list[int] = []
+    while True:
+        due = [row["id"] for row in _EVENTS_DUE.rows()]
+        if due:
+            made += events_deliver(event_ids=due, wait=wait)
+        if len(due) < FANOUT_DUE_BATCH:
+            return made
+
+
+def _enqueue(task: str, countdown: float | None = None, **kwargs: int | list[int] | bool) -> bool:
     """Queue the task of that name, or leave the work to the sweeper when the broker cannot
     take it.
 
@@ -451,6 +527,8 @@ def deliveries_send(*, delivery_ids: list[int], wait: bool = True) -> list[Deliv
     None): the caller, a worker's thread, is free for the next task while a slow receiver's
     turn runs out. At most SENDER_BACKLOG turns wait for a sender; past that this waits for a
     place. A worker that dies meanwhile leaves its claims to lapse, for the sweeper."""
+    if not delivery_ids:
+        return []
     found = {
         delivery.pk: delivery
         for delivery in Delivery.objects.select_related("webhook", "event").filter(

@@ -20,12 +20,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.models import Max, Q
 
 from collab.api.renderers import dumps
+from collab.redisclient import quick_client
 from events.catalogue import kind_matches
 from events.models import Event, EventLogState
 
@@ -38,22 +40,14 @@ RESCOPE_ATTEMPTS = 5
 BATCH = 500
 CLOSE = object()
 
-_redis_client = None
-
 
 def wake(event_id: int) -> None:
     """Tell every process's hub that the log grew (after commit; best effort)."""
-    global _redis_client
-    if not settings.REDIS_URL:
+    client = quick_client()
+    if client is None:
         return
-    import redis
-
     try:
-        if _redis_client is None:
-            _redis_client = redis.Redis.from_url(
-                settings.REDIS_URL, socket_connect_timeout=0.5, socket_timeout=0.5
-            )
-        _redis_client.publish(settings.EVENT_STREAM_CHANNEL, str(event_id))
+        client.publish(settings.EVENT_STREAM_CHANNEL, str(event_id))
     except redis.RedisError as exc:
         # The hubs poll the log as well: the event reaches the streams a little later.
         logger.warning("Could not publish the wake-up for event %s: %s", event_id, exc)

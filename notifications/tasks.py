@@ -1,16 +1,25 @@
 """Thin tasks: ids in, a service does the work. Each may run twice and does it once."""
 
 from celery import shared_task
+from django.conf import settings
 
 from . import services
 
 
 @shared_task(bind=True)
-def event_fanout(self, *, event_ids: list[int] | None = None, event_id: int | None = None) -> int:
-    # ``event_id``: one event, as queued before events were handed on in batches. A worker's
-    # thread hands the sends to the process's senders and goes on (run eagerly, it waits).
+def event_fanout(
+    self, *, event_ids: list[int] | None = None, event_id: int | None = None, due: bool = False
+) -> int:
+    # ``due``: every event not yet dispatched (the coalesced fan-out, with Redis). ``event_id``:
+    # one event, as queued before events were handed on in batches. A worker's thread hands the
+    # sends to the process's senders and goes on (run eagerly, it waits).
+    wait = bool(self.request.is_eager)
+    if due:
+        # Run eagerly (the tests), nothing else commits meanwhile: no gathering.
+        gather = 0.0 if wait else settings.WEBHOOK_FANOUT_GATHER_SECONDS
+        return len(services.events_deliver_due(wait=wait, gather=gather))
     ids = event_ids if event_ids is not None else [event_id] if event_id is not None else []
-    return len(services.events_deliver(event_ids=ids, wait=bool(self.request.is_eager)))
+    return len(services.events_deliver(event_ids=ids, wait=wait))
 
 
 @shared_task(bind=True)

@@ -37,6 +37,16 @@ def redis_clean_slate():
             client.close()
 
 
+@pytest.fixture(autouse=True)
+def fanout_unmarked():
+    """No test inherits the mark of a coalesced fan-out queued by the one before it and never
+    run there (its broker stubbed, or its worker stopped): in production the mark lapses after
+    notifications.services.FANOUT_QUEUED_SECONDS; a test would wait that long for its events."""
+    from notifications.services import _fanout_unmark
+
+    _fanout_unmark()
+
+
 @dataclass
 class World:
     acme: object

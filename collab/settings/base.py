@@ -332,6 +332,10 @@ WEBHOOK_BUSY_DEFER_SECONDS = env.float("WEBHOOK_BUSY_DEFER_SECONDS", default=2.0
 WEBHOOK_HOST_FAILURES_TO_PAUSE = env.int("WEBHOOK_HOST_FAILURES_TO_PAUSE", default=3)
 WEBHOOK_HOST_PAUSE_SECONDS = env.float("WEBHOOK_HOST_PAUSE_SECONDS", default=15.0)
 # The sweeper runs this often and takes over work left without a task for the grace period.
+# With Redis, a fan-out task waits this long before it reads the events due, so that the
+# commits of that moment go out with it rather than each in a task of its own (a task costs
+# the worker far more than an event's share of one). 0: each at once.
+WEBHOOK_FANOUT_GATHER_SECONDS = env.float("WEBHOOK_FANOUT_GATHER_SECONDS", default=0.02)
 WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
@@ -381,7 +385,9 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # task                         queue      safe to run twice because
 # notifications.tasks.
 #   event_fanout               webhooks   it locks the event rows and skips those dispatched;
-#                                         a delivery is unique per (webhook, event)
+#                                         a delivery is unique per (webhook, event). With
+#                                         Redis the commits' fan-outs coalesce: one queued
+#                                         takes every event due (notifications.services)
 #   webhook_deliver            webhooks   it claims the delivery with a conditional UPDATE (a
 #                                         lease): one POST per due attempt; one cut off by a
 #                                         dead worker is sent again as the next attempt, under

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from events.models import Event
-from issues import services
+from issues import selectors, services
 from issues.models import Issue, Label
 from tests.conftest import client_for
 from tests.factories import make_issue
@@ -258,3 +258,22 @@ def test_each_kind_of_patch_stays_within_the_budget(world, case, extra):
     assert response.status_code == 200, response.content
     assert len(queries) <= ceiling("patch", extra), "\n".join(queries)
     assert response.json()["data"] == client.get(path).json()["data"]
+
+
+def test_the_compiled_label_reads_answer_what_the_orm_answers(world):
+    """issues.selectors.labels_named, compiled once per number of names, for every number up
+    to the most it compiles and one past it (which the ORM reads), names found or not."""
+    for n in range(12):
+        Label.objects.create(project=world.project, name=f"L{n:02}")
+    Label.objects.create(project=world.other_project, name="L00")
+    for count in range(selectors.LABELS_COMPILED_MAX + 2):
+        names = [f"L{n:02}" for n in range(count - 1, -1, -1)] + ["absent"] * (count > 3)
+        names = list(dict.fromkeys(names))
+        expected = Label.objects.filter(project=world.project, name__in=names).order_by("name")
+        found = selectors.labels_named(project_id=world.project.pk, names=names)
+        assert [(label.pk, label.name, label.color, label.created_at) for label in found] == [
+            (label.pk, label.name, label.color, label.created_at) for label in expected
+        ], names
+    with CaptureQueriesContext(connection) as captured:
+        selectors.labels_named(project_id=world.project.pk, names=["L01", "L02"])
+    assert len(captured) == 1

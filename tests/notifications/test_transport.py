@@ -11,10 +11,10 @@ from celery.signals import task_prerun
 from django.utils import timezone
 
 from events.models import Event
-from notifications import crypto, services, transport
+from notifications import crypto, services, tasks, transport
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.notifications.receiver import start_receiver
-from tests.notifications.test_delivery import register
+from tests.notifications.test_delivery import create_issue, register
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -287,7 +287,7 @@ def test_a_batch_goes_out_in_order_on_one_connection(world, receiver):
     assert DeliveryAttempt.objects.count() == 5
 
 
-def test_a_fanout_sends_a_burst_of_events_in_one_batch_per_webhook(api, world, receiver):
+def test_a_fanout_sends_a_burst_of_events_in_one_batch_per_webhook(api, world, receiver, settings):
     """The fan-out task sends what it made itself: no second trip through the broker."""
     register(api, world.project, receiver.url, events=["issue.created"])
     runs = []
@@ -305,13 +305,81 @@ def test_a_fanout_sends_a_burst_of_events_in_one_batch_per_webhook(api, world, r
     finally:
         task_prerun.disconnect(record)
     assert response.status_code == 200, response.content
+    # One task for the six: the coalesced fan-out of what is due (with Redis), or the
+    # transaction's own events (without).
     [(name, run)] = runs
-    assert name == "notifications.tasks.event_fanout" and len(run["event_ids"]) == 6
+    assert name == "notifications.tasks.event_fanout"
+    if settings.REDIS_URL:
+        assert run == {"due": True}
+    else:
+        assert len(run["event_ids"]) == 6
     requests = receiver.wait_for(6)
     titles = [r.body for r in requests]
     assert len(titles) == 6 and all(b"Bulk" in body for body in titles)
     assert len({r.peer_port for r in requests}) == 1
     assert Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count() == 6
+
+
+class TaskRuns:
+    """The notifications tasks run (eagerly, in this process) while it is open."""
+
+    def __init__(self):
+        self.runs: list[tuple[str, dict]] = []
+
+    def _record(self, sender=None, kwargs=None, **_):
+        if sender.name.startswith("notifications.tasks."):
+            self.runs.append((sender.name.removeprefix("notifications.tasks."), kwargs))
+
+    def __enter__(self):
+        task_prerun.connect(self._record, weak=False)
+        return self.runs
+
+    def __exit__(self, *exc):
+        task_prerun.disconnect(self._record)
+
+
+@pytest.fixture
+def with_redis(settings):
+    if not settings.REDIS_URL:
+        pytest.skip("The fan-outs coalesce with Redis only.")
+
+
+def test_commits_while_a_fanout_is_queued_go_with_it(api, world, receiver, with_redis):
+    """A fan-out queued and not yet started takes the events committed meanwhile: they queue
+    no task of their own. Once it starts, the next commit queues one again."""
+    register(api, world.project, receiver.url, events=["issue.created"])
+    assert services._fanout_mark() is True  # as a commit does that queues the fan-out
+    with TaskRuns() as runs:
+        for n in range(3):
+            create_issue(api, world.project, title=f"Meanwhile {n}")
+    assert runs == []
+    assert Event.objects.filter(dispatched_at__isnull=True).count() == 3
+    with TaskRuns() as runs:
+        assert tasks.event_fanout.apply(kwargs={"due": True}).get() == 3
+    assert [name for name, _ in runs] == ["event_fanout"]
+    assert not Event.objects.filter(dispatched_at__isnull=True).exists()
+    assert len(receiver.wait_for(3)) == 3
+    with TaskRuns() as runs:
+        create_issue(api, world.project, title="After")
+    assert runs == [("event_fanout", {"due": True})]
+    assert len(receiver.wait_for(4)) == 4
+    assert Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count() == 4
+
+
+def test_a_fanout_the_broker_refuses_leaves_no_mark(api, world, with_redis, monkeypatch):
+    """The next commit queues the fan-out again; the sweeper has the events meanwhile."""
+    monkeypatch.setattr(services, "_enqueue", lambda *args, **kwargs: False)
+    create_issue(api, world.project)
+    assert services._fanout_mark() is True, "the refused fan-out left its mark behind"
+
+
+def test_without_an_answer_from_redis_each_commit_queues_its_own(api, world, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
+    with TaskRuns() as runs:
+        create_issue(api, world.project)
+    [(name, kwargs)] = runs
+    assert name == "event_fanout" and kwargs == {"event_ids": [Event.objects.get().pk]}
+    assert not Event.objects.filter(dispatched_at__isnull=True).exists()
 
 
 def test_a_busy_receiver_hands_the_rest_of_the_batch_back_untried(world, settings):
