@@ -355,7 +355,7 @@ def test_commits_while_a_fanout_is_queued_go_with_it(api, world, receiver, with_
     assert runs == []
     assert Event.objects.filter(dispatched_at__isnull=True).count() == 3
     with TaskRuns() as runs:
-        assert tasks.event_fanout.apply(kwargs={"due": True}).get() == 3
+        assert tasks.event_fanout.apply(kwargs={"due": True}).result == 3
     assert [name for name, _ in runs] == ["event_fanout"]
     assert not Event.objects.filter(dispatched_at__isnull=True).exists()
     assert len(receiver.wait_for(3)) == 3
