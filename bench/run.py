@@ -204,7 +204,10 @@ def parse_args() -> argparse.Namespace:
         "--webhook-rate", type=float, default=200, help="Deliveries/s in the steady webhook turn."
     )
     parser.add_argument(
-        "--webhook-seconds", type=float, default=5, help="Seconds of the steady webhook turn."
+        "--webhook-seconds",
+        type=float,
+        default=15,
+        help="Seconds of the steady webhook turn (longer than the dead receiver's timeout).",
     )
     parser.add_argument(
         "--requests", type=int, default=5000, help="Python load: most requests per turn."
