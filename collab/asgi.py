@@ -19,7 +19,9 @@ import asyncio
 import contextlib
 import contextvars
 import io
+import logging
 import os
+from typing import Any
 
 from a2wsgi import WSGIMiddleware
 from django.conf import settings
@@ -46,6 +48,7 @@ def _terminated_input(environ, start_response):
 
 
 django_wsgi = WSGIMiddleware(_terminated_input, workers=int(os.environ.get("WEB_THREADS", "8")))
+logger = logging.getLogger("collab.stream")
 ASYNC_PATHS = frozenset({"/v1/events/stream"})
 # Only reads are streamed: any other method of these paths is answered (405) by the WSGI side.
 ASYNC_METHODS = frozenset({"GET", "HEAD"})
@@ -89,6 +92,13 @@ class StreamDoor:
 
     async def __call__(self, scope, receive, send) -> None:
         response = await self._respond(scope, receive)
+        first = b""
+        if response.streaming:
+            # The first frame comes once the stream has joined the hub, which reads what it may
+            # see: a failure there (the database down) is still a 500 in the envelope.
+            first, failed = await _first_frame(response)
+            if failed is not None:
+                response = failed
         await send(
             {
                 "type": "http.response.start",
@@ -101,6 +111,7 @@ class StreamDoor:
             return
         frames = response.streaming_content
         del response
+        await send({"type": "http.response.body", "body": first, "more_body": True})
         # The client leaving ends the stream (and so its subscription) at once.
         streaming = asyncio.current_task()
         assert streaming is not None
@@ -125,6 +136,28 @@ class StreamDoor:
         return await asyncio.get_running_loop().run_in_executor(
             self.executor, context.run, self.handler.respond, scope, body
         )
+
+
+async def _first_frame(response) -> tuple[bytes, Any]:
+    """The stream's first frame, or the 500 to answer instead when it fails before it."""
+    frames = response.streaming_content
+    try:
+        return await anext(frames, b""), None
+    except Exception:
+        from collab.api.middleware import json_error
+
+        logger.exception("The event stream failed before its first frame")
+        with contextlib.suppress(Exception):
+            await frames.aclose()
+        request_id = response.get("X-Request-Id", "")
+        failed = json_error(
+            500,
+            "INTERNAL_ERROR",
+            "The service failed to open the stream. Try again.",
+            {"request_id": request_id},
+        )
+        failed["X-Request-Id"] = request_id
+        return b"", failed
 
 
 async def _body_read(receive) -> bytes:

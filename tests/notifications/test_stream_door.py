@@ -162,3 +162,32 @@ def test_streams_joining_together_read_their_scopes_once(world, monkeypatch):
         projects, workspaces = read(user_ids={person.pk})[person.pk]
         assert (subscriber.project_ids, subscriber.workspace_ids) == (projects, workspaces)
     assert joined[0].project_ids != joined[2].project_ids  # they do differ
+
+
+@live_test
+def test_a_stream_whose_scope_cannot_be_read_is_a_500_in_the_envelope(world, monkeypatch):
+    """The database failing as the stream joins the hub: no 200 and an empty stream, but the
+    contract's error, and the hub keeps no subscriber."""
+    from django.db import OperationalError
+
+    def down(*, user_ids):
+        raise OperationalError("the database is down")
+
+    monkeypatch.setattr(selectors, "visible_scopes", down)
+    key = make_api_key(world.developer, ALL_SCOPES)
+
+    async def scenario():
+        exchange = Exchange(stream_scope(key))
+        start, body = await exchange.next(), await exchange.next()
+        await asyncio.wait_for(exchange.task, timeout=10)
+        assert stream.hub().subscribers == set()
+        # The hub started a moment ago: let its Redis subscription settle before the loop ends
+        # (one cancelled while it is being sent can keep asyncio.run() from returning).
+        await asyncio.sleep(1)
+        return start, body
+
+    start, body = asyncio.run(scenario())
+    assert start["status"] == 500, start
+    assert headers(start)["content-type"].startswith("application/json")
+    assert b'"code":"INTERNAL_ERROR"' in body["body"].replace(b" ", b"")
+    assert headers(start)["x-request-id"]
