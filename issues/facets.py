@@ -3,33 +3,44 @@ the filtered lists, without counting rows.
 
 ``IssueFacetCount`` holds, for each project and status, how many issues have each type, each
 priority, each assignee (``""``: none), each label (its id), were created on each day and
-last updated on each day (UTC, ``YYYY-MM-DD``). Triggers on the issue table and on its label
-links keep them, in the statement that changes the rows: every write path (the services, bulk
-requests, the admin, label renames and deletes, seeding) keeps them exact, at no extra query.
+last updated on each day (UTC, ``YYYY-MM-DD``), and on PostgreSQL how many hold each word
+of their search document (``word``: a lexeme of ``collab.fulltext``'s document, up to
+``WORD_MAX`` characters), which answers a search for one word. Triggers on the issue table
+and on its label links keep them, in the statement that changes the rows: every write path
+(the services, bulk requests, the admin, label renames and deletes, seeding) keeps them exact,
+at no extra query.
 
 A change is a new row, never an update: the triggers append what a statement added and took
 away (``+1``/``-1`` per value, added up per statement on PostgreSQL, whose statement-level
 triggers read the changed rows from their transition tables; per row on SQLite). Writers thus
 never wait on each other for a counter, nor deadlock over two. A count is the sum of a key's
-rows; ``compact`` (every minute, from beat) folds them into one row per key, in one statement,
-so a sum reads a handful of rows however many issues there are.
+rows; ``compact`` (every minute, from beat) folds the keys written since it last ran into one
+row each (marked ``folded``), one statement per project, so a sum reads a handful of rows
+however many issues there are, and a fold costs what was written, not what is kept.
 
 ``rebuild`` recounts a project's counters from its rows (after a repair, or a migration).
 """
 
+from functools import lru_cache
+
 from django.db import connection as default_connection
 from django.db import connections, transaction
+
+from collab import fulltext
 
 TABLE = "issues_issuefacetcount"
 ISSUES = "issues_issue"
 LINKS = "issues_issue_labels"
-FACETS = ("type", "priority", "assignee", "label", "created", "updated")
+FACETS = ("type", "priority", "assignee", "label", "created", "updated", "word")
+# The longest word counted (the counters' value column); a longer one is counted in the rows.
+WORD_MAX = 64
 # A day of a timestamp column, as the counters name it.
 _DAY = {
     "postgresql": "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
     "sqlite": "substr({column}, 1, 10)",
 }
 _TEXT = {"postgresql": "({value})::text", "sqlite": "CAST({value} AS TEXT)"}
+_TRUE = {"postgresql": "true", "sqlite": "1"}
 
 
 def _issue_facets(vendor: str, row: str) -> list[tuple[str, str]]:
@@ -65,6 +76,17 @@ def _link_changes(vendor: str, issue: str, link: str, delta: int, source: str) -
     return _select(issue, "label", text, str(delta), source)
 
 
+def _word_changes(row: str, delta: int, source: str, where: str = "true") -> str:
+    """PostgreSQL: (project_id, status, 'word', lexeme, delta) of each word of each issue of
+    ``source`` (``where`` it holds), once per issue however often it holds it (as a search
+    for it counts)."""
+    words = (
+        f"{source} CROSS JOIN LATERAL unnest(tsvector_to_array({row}.{fulltext.COLUMN})) "
+        f"AS w(lexeme) WHERE {where} AND char_length(w.lexeme) <= {WORD_MAX}"
+    )
+    return _select(row, "word", "w.lexeme", str(delta), words)
+
+
 # The changes of a statement (or row), added up per counter and appended.
 _APPEND = f"""
 INSERT INTO {TABLE} (project_id, status, facet, value, count)
@@ -83,10 +105,17 @@ def _postgresql() -> list[str]:
         _link_changes(pg, "o", "l", -1, f"{moved} JOIN {LINKS} l ON l.issue_id = o.id"),
         _link_changes(pg, "n", "l", 1, f"{moved} JOIN {LINKS} l ON l.issue_id = n.id"),
     ]
+    # Its words move only when its status, project or text does: most updates touch none.
+    document = fulltext.COLUMN
+    rewritten = (
+        f"old_rows o JOIN new_rows n ON n.id = o.id AND (n.status, n.project_id, n.{document}) "
+        f"IS DISTINCT FROM (o.status, o.project_id, o.{document})"
+    )
+    reworded = [_word_changes("o", -1, rewritten), _word_changes("n", 1, rewritten)]
     functions = {
-        "issues_facets_insert": inserted,
-        "issues_facets_update": deleted + inserted + relabelled,
-        "issues_facets_delete": deleted,
+        "issues_facets_insert": [*inserted, _word_changes("n", 1, "new_rows n")],
+        "issues_facets_update": deleted + inserted + relabelled + reworded,
+        "issues_facets_delete": [*deleted, _word_changes("o", -1, "old_rows o")],
         "issues_facets_link_insert": [
             _link_changes(pg, "i", "l", 1, f"new_links l JOIN {ISSUES} i ON i.id = l.issue_id")
         ],
@@ -182,11 +211,13 @@ def rebuild(project_id: int, *, using: str | None = None) -> None:
             f"{ISSUES} i JOIN {LINKS} l ON l.issue_id = i.id WHERE i.project_id = %s",
         )
     )
+    if vendor == "postgresql":
+        selects.append(_word_changes("i", 1, f"{ISSUES} i", where="i.project_id = %s"))
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE project_id = %s", [project_id])
         cursor.execute(
-            f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
-            f"SELECT project_id, status, facet, value, SUM(delta) "
+            f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
+            f"SELECT project_id, status, facet, value, SUM(delta), {_TRUE[vendor]} "
             f"FROM ({' UNION ALL '.join(selects)}) AS changes "
             "GROUP BY project_id, status, facet, value",
             [project_id] * len(selects),
@@ -209,11 +240,23 @@ def _triggers_present(connection) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def triggers_install(connection) -> None:
-    """(Re)make the triggers and recount every project's counters."""
+def triggers_create(connection) -> None:
+    """(Re)make the triggers, counting nothing."""
     with connection.cursor() as cursor:
         for statement in trigger_statements(connection.vendor):
             cursor.execute(statement)
+
+
+def triggers_drop(connection) -> None:
+    with connection.cursor() as cursor:
+        for statement in drop_statements(connection.vendor):
+            cursor.execute(statement)
+
+
+def triggers_install(connection) -> None:
+    """(Re)make the triggers and recount every project's counters."""
+    triggers_create(connection)
+    with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT project_id FROM issues_issue")
         project_ids = [row[0] for row in cursor.fetchall()]
         cursor.execute(f"DELETE FROM {TABLE}")
@@ -235,46 +278,75 @@ def triggers_ensure(sender, using="default", **kwargs) -> None:
     triggers_install(connection)
 
 
-def _scattered(cursor) -> list[int]:
-    """Projects with a key in more than one row."""
-    cursor.execute(
-        f"SELECT DISTINCT project_id FROM (SELECT project_id, COUNT(*) AS n FROM {TABLE} "
-        "GROUP BY project_id, status, facet, value) AS keys WHERE n > 1"
-    )
+def _unfolded(cursor) -> list[int]:
+    """Projects with counters written since the last fold."""
+    cursor.execute(f"SELECT DISTINCT project_id FROM {TABLE} WHERE NOT folded")
     return [row[0] for row in cursor.fetchall()]
 
 
+# A project's keys written since the last fold: their rows, deleted and returned.
+_FOLDED_KEYS = f"""
+DELETE FROM {TABLE} WHERE project_id = %s AND (status, facet, value) IN (
+    SELECT status, facet, value FROM {TABLE} WHERE project_id = %s AND NOT folded
+)
+RETURNING status, facet, value, count
+"""
+_FOLD = f"""
+WITH gone AS ({_FOLDED_KEYS})
+INSERT INTO {TABLE} (project_id, status, facet, value, count, folded)
+SELECT %s, status, facet, value, SUM(count), true FROM gone
+GROUP BY status, facet, value HAVING SUM(count) <> 0
+"""
+
+
 def compact(*, using: str = "default") -> int:
-    """Fold each key's rows into one (dropping the keys at zero); how many projects had any
-    to fold. Exact under concurrent writes: on PostgreSQL one statement deletes the rows it
-    sums; on SQLite the transaction holds the database's one write lock throughout."""
+    """Fold each key written since the last fold into one row (dropping the keys at zero);
+    how many projects had any. Exact under concurrent writes: on PostgreSQL one statement
+    deletes the rows it sums; on SQLite the transaction holds the database's one write lock
+    throughout."""
     connection = connections[using]
     with transaction.atomic(using=using), connection.cursor() as cursor:
         if connection.vendor == "sqlite":  # the write lock first: no append in between
             cursor.execute(f"DELETE FROM {TABLE} WHERE count = 0")
-        project_ids = _scattered(cursor)
+        project_ids = _unfolded(cursor)
         for project_id in project_ids:
             if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"WITH gone AS (DELETE FROM {TABLE} WHERE project_id = %s "
-                    "RETURNING project_id, status, facet, value, count) "
-                    f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
-                    "SELECT project_id, status, facet, value, SUM(count) FROM gone "
-                    "GROUP BY project_id, status, facet, value HAVING SUM(count) <> 0",
-                    [project_id],
-                )
-            else:
-                cursor.execute(
-                    f"DELETE FROM {TABLE} WHERE project_id = %s "
-                    "RETURNING project_id, status, facet, value, count",
-                    [project_id],
-                )
-                sums: dict[tuple, int] = {}
-                for *key, count in cursor.fetchall():
-                    sums[tuple(key)] = sums.get(tuple(key), 0) + count
-                cursor.executemany(
-                    f"INSERT INTO {TABLE} (project_id, status, facet, value, count) "
-                    "VALUES (%s, %s, %s, %s, %s)",
-                    [(*key, count) for key, count in sums.items() if count],
-                )
+                cursor.execute(_FOLD, [project_id] * 3)
+                continue
+            cursor.execute(_FOLDED_KEYS, [project_id] * 2)
+            sums: dict[tuple, int] = {}
+            for *key, count in cursor.fetchall():
+                sums[tuple(key)] = sums.get(tuple(key), 0) + count
+            cursor.executemany(
+                f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
+                "VALUES (%s, %s, %s, %s, %s, 1)",
+                [(project_id, *key, count) for key, count in sums.items() if count],
+            )
     return len(project_ids)
+
+
+def word_lexeme(text: str, *, using: str = "default") -> str | None:
+    """The one word the counters hold for the search ``text`` when it is a single plain word
+    (no phrase, prefix or exclusion) on PostgreSQL; None when the counters cannot answer it
+    (the rows are counted then)."""
+    connection = connections[using]
+    query = fulltext.parse(text)
+    if connection.vendor != "postgresql" or len(query.terms) != 1:
+        return None
+    term = query.terms[0]
+    if term.prefix or term.excluded or len(term.words) != 1:
+        return None
+    return _lexeme(term.words[0], using)
+
+
+@lru_cache(maxsize=4096)
+def _lexeme(word: str, using: str) -> str | None:
+    """The lexeme of ``word`` as the search documents hold it (the database's stemmer, so
+    asked once per word and process); None unless it is exactly one countable lexeme (a stop
+    word has none)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{fulltext.CONFIG}', %s))", [word])
+        lexemes = cursor.fetchone()[0]
+    if len(lexemes) != 1 or len(lexemes[0]) > WORD_MAX:
+        return None
+    return lexemes[0]

@@ -23,6 +23,7 @@ from collab.api.filters import (
 )
 from collab.api.pagination import PAGING_PARAMS
 
+from . import facets
 from .models import Issue, IssueType, Priority, Status
 from .selectors import KeptFilter
 
@@ -221,7 +222,8 @@ GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}
 
 
 # The filters whose totals the per-value counters answer (``selectors.issue_kept_total``):
-# one of these alone (with the counter parameters), or the time filters of one field.
+# one of these alone (with the counter parameters), the time filters of one field, or ``q``
+# of one plain word on PostgreSQL.
 VALUE_FILTERS = {"type": "type", "priority": "priority", "assignee": "assignee"}
 TIME_FILTERS = {
     "created_after": ("created", "start"),
@@ -233,6 +235,9 @@ TIME_FILTERS = {
 def kept_filter(params, names: set[str], *, user) -> KeptFilter | None:
     """The counters' view of the filters ``names`` of (already validated) ``params``; None
     when the counters cannot answer them (the rows are counted then)."""
+    if names == {"q"}:
+        word = facets.word_lexeme(params["q"])
+        return KeptFilter("word", values=(word,)) if word else None
     if len(names) == 1 and (name := next(iter(names))) in (*VALUE_FILTERS, "labels"):
         value = params[name]
         if name == "labels":
@@ -251,9 +256,9 @@ def kept_filter(params, names: set[str], *, user) -> KeptFilter | None:
                 return KeptFilter("assignee", values=())
         return KeptFilter("assignee", values=(value,) if is_id(value) else ())
     if names and names <= TIME_FILTERS.keys():
-        facets = {TIME_FILTERS[name][0] for name in names}
-        if len(facets) != 1:
+        fields = {TIME_FILTERS[name][0] for name in names}
+        if len(fields) != 1:
             return None
         bounds = {TIME_FILTERS[name][1]: UtcDateTimeField().clean(params[name]) for name in names}
-        return KeptFilter(facets.pop(), **bounds)
+        return KeptFilter(fields.pop(), **bounds)
     return None

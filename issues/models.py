@@ -156,11 +156,16 @@ class IssueFacetCount(models.Model):
     facet = models.CharField(max_length=16)
     value = models.CharField(max_length=64)
     count = models.BigIntegerField(default=0)
+    # False on what the triggers append; ``facets.compact`` folds those rows' keys.
+    folded = models.BooleanField(db_default=False)
 
     class Meta:
         # Several rows per key until ``facets.compact`` folds them: a count is their sum.
         indexes = [
             models.Index(fields=["project", "facet", "value", "status"], name="issue_facet_key"),
+            models.Index(
+                fields=["project"], condition=models.Q(folded=False), name="issue_facet_unfolded"
+            ),
         ]
 
     def __str__(self):

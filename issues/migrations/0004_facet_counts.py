@@ -7,13 +7,12 @@ from issues import facets
 
 
 def install(apps, schema_editor):
-    facets.triggers_install(schema_editor.connection)
+    # The triggers only: 0005 recounts (its column is in every row the recount writes).
+    facets.triggers_create(schema_editor.connection)
 
 
 def uninstall(apps, schema_editor):
-    with schema_editor.connection.cursor() as cursor:
-        for statement in facets.drop_statements(schema_editor.connection.vendor):
-            cursor.execute(statement)
+    facets.triggers_drop(schema_editor.connection)
 
 
 class Migration(migrations.Migration):

@@ -23,11 +23,27 @@ def day(moment) -> str:
     return moment.astimezone(UTC).date().isoformat()
 
 
+def words(project) -> dict[int, list[str]]:
+    """PostgreSQL: each issue's distinct words, as its search document holds them."""
+    if connection.vendor != "postgresql":
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, tsvector_to_array(search_document) FROM issues_issue WHERE project_id = %s",
+            [project.pk],
+        )
+        return dict(cursor.fetchall())
+
+
 def truth(project) -> Counter:
     """The counters as the rows say they should be."""
     expected: Counter = Counter()
+    lexemes = words(project)
     for issue in Issue.objects.filter(project=project).prefetch_related("labels"):
         key = (issue.status,)
+        for word in lexemes.get(issue.pk, []):
+            if len(word) <= facets.WORD_MAX:
+                expected[(*key, "word", word)] += 1
         expected[(*key, "type", issue.type)] += 1
         expected[(*key, "priority", issue.priority)] += 1
         expected[(*key, "assignee", str(issue.assignee_id or ""))] += 1
@@ -56,7 +72,13 @@ def test_every_write_path_keeps_them_exact(api, world):
     one = assert_ok(
         api.owner.post(
             path,
-            {"title": "One", "type": "bug", "labels": ["ui", "api"], "assignee_id": owner.pk},
+            {
+                "title": "One crash",
+                "description": "Crashes when the emoji picker crashes twice.",
+                "type": "bug",
+                "labels": ["ui", "api"],
+                "assignee_id": owner.pk,
+            },
             format="json",
         ),
         201,
@@ -76,6 +98,12 @@ def test_every_write_path_keeps_them_exact(api, world):
         format="json",
     )
     assert_exact(project)
+    api.owner.patch(  # its words change, one of them too long to count
+        f"/v1/issues/{one['id']}",
+        {"title": "Renamed picker", "description": "x" * (facets.WORD_MAX + 1) + " crashes"},
+        format="json",
+    )
+    assert_exact(project)
     bulk_ids = list(Issue.objects.filter(title__startswith="Bulk").values_list("pk", flat=True))
     api.owner.patch(
         "/v1/issues/bulk",
@@ -91,6 +119,7 @@ def test_every_write_path_keeps_them_exact(api, world):
     issue = Issue.objects.get(pk=bulk_ids[0])
     issue_update(issue=issue, actor=owner, status="open")
     Issue.objects.filter(pk=bulk_ids[1]).update(updated_at=timezone.now() - timedelta(days=3))
+    Issue.objects.filter(pk__in=bulk_ids[1:3]).update(title="Queryset emoji title")
     assert_exact(project)
     issue_delete(issue=Issue.objects.get(pk=bulk_ids[2]), actor=owner)
     api.owner.delete(f"/v1/issues/{one['id']}")
@@ -143,11 +172,21 @@ def spread(world):
         ("task", "critical", "open", dev, ["api"], 1),
         ("improvement", "medium", "closed", None, ["db"], 0),
     ]
+    texts = [
+        "The emoji picker crashes",
+        "Login crashed twice, then the emoji list",
+        "Slow search",
+        "",
+        "Crashing on save with an emoji picker open",
+        "Typo in the docs",
+        "",
+    ]
     for n, (kind, priority, status, assignee, labels, days) in enumerate(combos * 2):
         issue = make_issue(
             project,
             owner,
             title=f"Spread {n}",
+            description=texts[n % len(texts)],
             type=kind,
             priority=priority,
             labels=labels,
@@ -186,28 +225,64 @@ def _params(params: dict) -> dict:
     return {name: value.format(**stamps) for name, value in params.items()}
 
 
-@pytest.mark.parametrize(
-    "params", FILTERED, ids=lambda p: "&".join(f"{k}={v}" for k, v in p.items())
-)
-@pytest.mark.parametrize("where", ["project", "everywhere"])
-def test_a_filtered_total_comes_from_the_counters_and_is_exact(spread, params, where):
-    world = spread
+def _rows_counted(world, where: str, params: dict) -> list[str]:
+    """The list's total under ``params`` checked against every row it lists; the statements
+    that counted issue rows for it."""
     client = client_for(world.owner)
     path = f"/v1/projects/{world.project.pk}/issues" if where == "project" else "/v1/issues"
-    params = _params(params)
     client.get(path, params)  # the key's first use is recorded once: out of what is compared
     with CaptureQueriesContext(connection) as captured:
         body = assert_ok(client.get(path, {**params, "per_page": 2}))
-    everything = assert_ok(client.get(path, {**params, "per_page": 100}))
-    assert body["meta"]["total"] == len(everything["data"])
+    # Read before the next request, which empties the connection's log of queries.
     counted = [
         query["sql"]
         for query in captured.captured_queries
         if "COUNT(" in query["sql"].upper() and 'FROM "issues_issue" ' in query["sql"]
     ]
+    assert captured.captured_queries, "the request's queries were captured"
+    everything = assert_ok(client.get(path, {**params, "per_page": 100}))
+    assert body["meta"]["total"] == len(everything["data"])
+    return counted
+
+
+def _name(params: dict) -> str:
+    return "&".join(f"{k}={v}" for k, v in params.items())
+
+
+@pytest.mark.parametrize("params", FILTERED, ids=_name)
+@pytest.mark.parametrize("where", ["project", "everywhere"])
+def test_a_filtered_total_comes_from_the_counters_and_is_exact(spread, params, where):
+    params = _params(params)
+    counted = _rows_counted(spread, where, params)
     timed = [name for name in params if name.endswith(("_after", "_before"))]
     if not timed:
         assert counted == [], "the counters answer it: no row counted"
     for sql in counted:  # only the rows of a partial day, between two bounds
         column = timed[0].split("_")[0] + "_at"
         assert f'"{column}" >= ' in sql and f'"{column}" < ' in sql, sql
+
+
+# Searches: whether the word counters answer the total (PostgreSQL), or the rows are counted.
+SEARCHED = [
+    ({"q": "emoji"}, True),
+    ({"q": "Crashing", "status": "open"}, True),  # stemmed: crash, crashes, crashed
+    ({"q": "picker", "status": "closed,in_progress"}, True),
+    ({"q": "nowhereword"}, True),
+    ({"q": "emo*"}, False),  # a prefix: an issue may hold several of its words
+    ({"q": "emoji picker"}, False),
+    ({"q": '"emoji picker"'}, False),
+    ({"q": "-emoji"}, False),
+    ({"q": "the"}, False),  # a stop word
+    ({"q": "emoji", "type": "bug"}, False),
+    ({"q": "x" * (facets.WORD_MAX + 1)}, False),
+]
+
+
+@pytest.mark.parametrize("params,kept", SEARCHED, ids=[_name(p)[:24] for p, _kept in SEARCHED])
+@pytest.mark.parametrize("where", ["project", "everywhere"])
+def test_a_search_for_one_word_is_totalled_from_the_word_counters(spread, params, kept, where):
+    counted = _rows_counted(spread, where, params)
+    if kept and connection.vendor == "postgresql":
+        assert counted == [], "the word counters answer it: no row counted"
+    else:
+        assert len(counted) == 1, counted
