@@ -308,6 +308,11 @@ def compact(*, using: str = "default") -> int:
     with transaction.atomic(using=using), connection.cursor() as cursor:
         if connection.vendor == "sqlite":  # the write lock first: no append in between
             cursor.execute(f"DELETE FROM {TABLE} WHERE count = 0")
+        else:
+            # Rows are appended faster than statistics follow: a planner that thinks a project
+            # has a handful of rows joins its keys by nested loop, in time squared (12 s for
+            # 20,000 rows, against 0.1 s by hash).
+            cursor.execute("SET LOCAL enable_nestloop = off")
         project_ids = _unfolded(cursor)
         for project_id in project_ids:
             if connection.vendor == "postgresql":

@@ -144,6 +144,32 @@ def test_compacting_folds_each_key_into_one_row_and_keeps_them_exact(api, world)
     assert_exact(world.project)
 
 
+def test_a_fold_rewrites_only_the_keys_written_since_the_last(world):
+    for n in range(3):
+        make_issue(world.project, world.owner, title=f"Kept {n}", type="bug", labels=["x"])
+    facets.compact()
+    before = {
+        (row.status, row.facet, row.value): row.pk
+        for row in IssueFacetCount.objects.filter(project=world.project)
+    }
+    make_issue(world.project, world.owner, title="Kept again", type="feature")
+    written = {
+        (row.status, row.facet, row.value)
+        for row in IssueFacetCount.objects.filter(project=world.project, folded=False)
+    }
+    assert ("open", "type", "feature") in written and ("open", "type", "bug") not in written
+    assert facets.compact() == 1
+    after = {
+        (row.status, row.facet, row.value): row.pk
+        for row in IssueFacetCount.objects.filter(project=world.project)
+    }
+    untouched = before.keys() - written
+    assert untouched and all(after[key] == before[key] for key in untouched)
+    assert all(after[key] != before.get(key) for key in written)  # folded anew
+    assert not IssueFacetCount.objects.filter(project=world.project, folded=False).exists()
+    assert_exact(world.project)
+
+
 def test_a_deleted_project_takes_its_counters(world):
     make_issue(world.project, world.owner, title="Gone", labels=["x"])
     assert IssueFacetCount.objects.filter(project=world.project).exists()
