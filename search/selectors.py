@@ -1,11 +1,24 @@
 """Reads for ``/v1/search``: hits over every project the caller may see."""
 
+from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import (
+    BigIntegerField,
+    ExpressionWrapper,
+    Func,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce
 
 from accounts.models import User
 from collab import fulltext
+from issues import facets
+from issues.models import IssueFacetCount
 from issues.selectors import visible_projects
 
 from .models import HitType, SearchHit
@@ -50,3 +63,35 @@ def search_hit_record(row: dict[str, Any]) -> dict[str, Any]:
         "issue_id": row["issue_id"],
         "pull_request_id": row["pull_request_id"],
     }
+
+
+def hit_total(
+    hits: QuerySet[SearchHit, Any],
+    *,
+    user: User,
+    text: str,
+    scopes: Sequence[str],
+    project_id: int | None,
+    types: list[str] | None,
+) -> int:
+    """Exact number of ``hits`` (the hits of ``text`` that ``user`` may find with ``scopes``,
+    narrowed to ``project_id`` and ``types``). When ``text`` is one plain word the issues'
+    word counters total the issues among them (``issues.facets``), and only the other kinds
+    are counted; otherwise every hit is."""
+    word = facets.word_lexeme(text)
+    issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
+    if word is None or not issues_wanted:
+        return hits.count()
+    projects = visible_projects(user=user)
+    if project_id is not None:
+        projects = projects.filter(pk=project_id)
+    # One statement: the word's counters summed, plus the other kinds' hits counted.
+    others = hits.exclude(type=HitType.ISSUE).order_by()
+    others_count = Subquery(others.annotate(n=Func(Value(1), function="COUNT")).values("n"))
+    counters = IssueFacetCount.objects.filter(project_id__in=projects, facet="word", value=word)
+    total = counters.aggregate(
+        total=ExpressionWrapper(
+            Coalesce(Sum("count"), 0) + others_count, output_field=BigIntegerField()
+        )
+    )["total"]
+    return int(total)

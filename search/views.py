@@ -1,5 +1,9 @@
+from collections.abc import Sequence
+from functools import partial
+
 from drf_spectacular.utils import extend_schema
 
+from accounts.models import User
 from collab.api.exceptions import BadRequest
 from collab.api.permissions import has_scope, require_scope
 from collab.api.viewsets import ApiViewSet
@@ -34,5 +38,20 @@ class SearchViewSet(ApiViewSet):
             message = "Say what to search for."
             raise BadRequest("'q' is required.", details={"q": [message]})
         hits = self.filter_queryset(selectors.search_hits(user=request.user, scopes=scopes))
+        self.page_counter = partial(self._count, user=request.user, text=text, scopes=scopes)
         page = self.paginate_queryset(selectors.hit_values(hits, text=text)) or []
         return self.get_paginated_response([selectors.search_hit_record(row) for row in page])
+
+    def _count(self, rows, *, user: User, text: str, scopes: Sequence[str]) -> int:
+        """The exact total (the filters are valid by now: the filter set checked them)."""
+        params = self.request.query_params
+        project_id = params.get("project_id")
+        types = [kind for kind in params.get("type", "").split(",") if kind]
+        return selectors.hit_total(
+            rows,
+            user=user,
+            text=text,
+            scopes=scopes,
+            project_id=int(project_id) if project_id else None,
+            types=types or None,
+        )

@@ -1,10 +1,15 @@
 """``GET /v1/search``: issues, pull requests and comments in one ranked list, each read as
 its own list is (the projects the caller sees, the scopes of its credential)."""
 
+import re
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from comments.models import Comment
 from comments.services import comment_create, comment_delete
+from issues.services import issue_update
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import PullRequestFactory, RepositoryFactory, make_issue
 
@@ -185,3 +190,49 @@ def test_the_answer_takes_a_fixed_number_of_queries(
     with django_assert_max_num_queries(4):
         body = search(api.owner, q="checkout", per_page=50)
     assert body["meta"]["total"] == 14
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "checkout"},
+        {"q": "Checkouts", "type": "issue"},
+        {"q": "checkout", "type": "comment,pull_request"},
+        {"q": "checkout", "project_id": "{project}"},
+        {"q": "checkout", "project_id": "{other_project}"},
+        {"q": "checkout session"},
+        {"q": "check*"},
+        {"q": "the"},
+    ],
+    ids=lambda params: "&".join(f"{k}={v}" for k, v in params.items()),
+)
+@pytest.mark.parametrize("who", ["owner", "issues:read", "projects:read", "outsider"])
+def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
+    world, found, params, who
+):
+    for n in range(3):  # more issues with the word, one of them closed
+        issue = make_issue(world.project, world.owner, title=f"Checkout step {n}")
+    issue_update(issue=issue, actor=world.owner, status="closed")
+    client = {
+        "owner": lambda: client_for(world.owner),
+        "issues:read": lambda: client_for(world.owner, ["issues:read"]),
+        "projects:read": lambda: client_for(world.owner, ["projects:read"]),
+        "outsider": lambda: client_for(world.outsider),
+    }[who]()
+    ids = {"project": world.project.pk, "other_project": world.other_project.pk}
+    params = {name: value.format(**ids) for name, value in params.items()}
+    search(client, **params)  # the key's first use is recorded once: out of what is compared
+    with CaptureQueriesContext(connection) as captured:
+        body = search(client, **params, per_page=2)
+    sql = [query["sql"] for query in captured.captured_queries]
+    everything = search(client, **params, per_page=100)
+    assert body["meta"]["total"] == len(everything["data"])
+    one_word = params["q"].lower().startswith("checkout") and " " not in params["q"]
+    issues_read = who != "projects:read" and params.get("type", "issue").find("issue") >= 0
+    if connection.vendor == "postgresql" and one_word and issues_read:
+        assert any("issues_issuefacetcount" in query for query in sql), sql
+        counts = [query for query in sql if "COUNT(" in query and '"search_hit"' in query]
+        other_kinds = re.compile(r"""NOT \((\w+\.)?"type" = 'issue'\)""")
+        assert counts and all(other_kinds.search(query) for query in counts), counts
+    else:
+        assert not any("issues_issuefacetcount" in query for query in sql), sql
