@@ -84,12 +84,12 @@ class RequestIdMiddleware:
                 response = self.get_response(request)
             finally:
                 _local.request_id = "-"
+        if response.status_code >= 400 and _is_html(response):
+            response = _html_error_as_json(request, response)
         response["X-Request-Id"] = request.request_id
         return response
 
     def process_exception(self, request, exception):
-        if not request.path.startswith(API_PREFIX):
-            return None
         logger.exception("Unhandled error outside the API views")
         return json_error(
             500,
@@ -97,6 +97,41 @@ class RequestIdMiddleware:
             "The service failed to handle this request.",
             {"request_id": getattr(request, "request_id", "")},
         )
+
+
+# What an error answered as a page (Django's own 400, 403 and 404 pages, its debug pages
+# under DEBUG, the admin's, a CSRF refusal) becomes: the same status in the envelope.
+HTML_ERROR_CODES = {
+    400: ("BAD_REQUEST", "The request cannot be processed."),
+    403: ("FORBIDDEN", "You do not have permission to perform this action."),
+    404: ("NOT_FOUND", "Not found."),
+    405: ("METHOD_NOT_ALLOWED", "This method is not allowed here."),
+}
+
+
+def _is_html(response) -> bool:
+    return response.get("Content-Type", "").startswith(("text/html", "application/xhtml"))
+
+
+def _html_error_as_json(request, response):
+    """No path answers an HTML error page, DEBUG or not (CONTRACT 10): the page is dropped,
+    its status and headers kept, and the body is the envelope."""
+    status = response.status_code
+    if status >= 500:
+        code, message = "INTERNAL_ERROR", "The service failed to handle this request."
+        details = {"request_id": getattr(request, "request_id", "")}
+    else:
+        code, message = HTML_ERROR_CODES.get(status, ("BAD_REQUEST", "The request failed."))
+        if status == 404:
+            message = f"No route matches {request.method} {request.path}."
+        details = {}
+    answer = json_error(status, code, message, details)
+    for name in ("Allow", "Retry-After", "WWW-Authenticate", "Vary"):
+        if response.has_header(name):
+            answer[name] = response[name]
+    if hasattr(response, "cookies"):
+        answer.cookies = response.cookies
+    return answer
 
 
 # Methods whose body the contract ignores (CONTRACT 9): nothing a client sends with them can

@@ -7,11 +7,14 @@ import base64
 import hashlib
 import hmac
 import http.server
+import importlib
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+from cryptography.fernet import InvalidToken
+from django.apps import apps
 from django.core import mail
 from django.db import connection, transaction
 from django.utils import timezone
@@ -496,3 +499,25 @@ def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, rece
     assert errors == []
     assert not Webhook.objects.filter(pk=hook.pk).exists()
     assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()
+
+
+def test_a_secret_kept_under_the_public_key_survives_the_upgrade(api, world, receiver):
+    """Installations that ran with the public default SECRET_KEY kept webhook secrets under a
+    key anyone could derive: the upgrade re-encrypts them, and deliveries still verify."""
+    upgrade = importlib.import_module(
+        "notifications.migrations.0004_webhook_secrets_off_the_public_key"
+    )
+    webhook = register(api, world.project, receiver.url, events=["issue.created"])
+    public = upgrade.public_fernet()
+    Webhook.objects.filter(pk=webhook.pk).update(
+        secret_encrypted=public.encrypt(SECRET.encode()).decode()
+    )
+
+    upgrade.reencrypt(apps, None)
+
+    webhook.refresh_from_db()
+    with pytest.raises(InvalidToken):
+        public.decrypt(webhook.secret_encrypted.encode())
+    create_issue(api, world.project)
+    [request] = receiver.wait_for(1)
+    verify_both_signatures(request)
