@@ -33,7 +33,7 @@ WRITE_WAIT_SECONDS = 10
 postgresql_only = pytest.mark.skipif(
     "postgresql" not in settings.DATABASES["default"]["ENGINE"],
     reason="needs PostgreSQL: SQLite serialises writers on one file lock, nothing races "
-    "(the writer's side there is test_races_sqlite.py's)",
+    "(the writer's side runs on both: the tests named ..._meanwhile_is_404)",
 )
 
 
