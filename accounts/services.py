@@ -25,6 +25,7 @@ from collab.api.exceptions import (
     NotFound,
     Unauthorized,
     ValidationFailed,
+    foreign_key_violation,
 )
 from collab.api.scopes import invalid_scopes
 from collab.unset import UNSET, Maybe, Unset
@@ -128,7 +129,9 @@ def user_update(*, user: User, name: Maybe[str] = UNSET, handle: Maybe[str] = UN
     try:
         with transaction.atomic():
             user.save(update_fields=["name", "handle"])
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         # Taken between the check and the write.
         raise ValidationFailed.field("handle", "This handle is taken.") from None
     return user

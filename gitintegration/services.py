@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from collab.api.exceptions import Conflict, NotFound, ValidationFailed
+from collab.api.exceptions import Conflict, NotFound, ValidationFailed, foreign_key_violation
 from collab.sequences import sequence_next
 from collab.unset import UNSET, Maybe, given
 from events.services import changes_diff, event_record, model_update
@@ -77,7 +77,9 @@ def repository_create(
                 data={"repository": repository_record(repository)},
             )
             _queue_sync(repository.pk)
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         raise ValidationFailed.field(
             "name", "This project has a repository of this name already."
         ) from None
@@ -372,7 +374,9 @@ def pull_request_create(
                 updated_at=now,
             )
             _event(pull, "pull_request.opened", actor=actor)
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         # Another request opened the same pair between the check and the insert.
         raise ValidationFailed.field(
             "head", f"A pull request from '{head}' into '{base}' is open already."

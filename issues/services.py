@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from collab.api import bulk
-from collab.api.exceptions import ApiError, NotFound, ValidationFailed
+from collab.api.exceptions import ApiError, NotFound, ValidationFailed, foreign_key_violation
 from collab.api.prepared import PreparedQuery
 from collab.api.routers import id_or_none
 from collab.sequences import sequence_next, sequence_next_with_id
@@ -623,7 +623,9 @@ def label_create(
                 actor=actor,
                 data={"label": label_record(label)},
             )
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         raise ValidationFailed.field("name", "A label with this name exists already.") from None
     return label
 
@@ -664,7 +666,9 @@ def label_update(
                         previous_name if name == label.name else name for name in names
                     ],
                 )
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         raise ValidationFailed.field("name", "A label with this name exists already.") from None
     return label
 

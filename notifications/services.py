@@ -796,6 +796,7 @@ def _delivery_settle(
             # webhook may have been deleted while the POST was out); locked until commit, so
             # its webhook cannot be deleted under the attempt.
             if not Delivery.objects.select_for_update().filter(pk=delivery.pk).values_list("pk"):
+                _delivery_drop(delivery)
                 return delivery
             attempt.save()
     _webhook_health(webhook, ok=result.ok, now=now)
@@ -804,6 +805,27 @@ def _delivery_settle(
         # Redis broker redelivers countdowns past its visibility timeout again and again.
         _enqueue(TASKS + "webhook_deliver", countdown=retry_in, delivery_id=delivery.pk)
     return delivery
+
+
+# Deliveries this process dropped because their webhook was deleted while they were out.
+_dropped_lock = threading.Lock()
+_dropped_total = 0
+
+
+def _delivery_drop(delivery: Delivery) -> None:
+    """A delivery whose webhook was deleted while it was out (the rows went with it): nothing
+    to record and nothing to retry. Logged, and counted (``deliveries_dropped``)."""
+    global _dropped_total  # noqa: PLW0603 - one count per process
+    with _dropped_lock:
+        _dropped_total += 1
+    logger.info(
+        "Delivery %s (attempt %s) dropped: its webhook is gone", delivery.uuid, delivery.attempts
+    )
+
+
+def deliveries_dropped() -> int:
+    """How many deliveries this process dropped because their webhook was gone."""
+    return _dropped_total
 
 
 def _settle_write(delivery: Delivery, update: dict[str, Any], attempt: DeliveryAttempt) -> bool:

@@ -3,7 +3,7 @@
 from django.db import IntegrityError, transaction
 
 from accounts.models import Invitation, Membership, User, Workspace
-from collab.api.exceptions import Conflict, ValidationFailed
+from collab.api.exceptions import Conflict, ValidationFailed, foreign_key_violation
 from collab.unset import UNSET, Maybe, given
 from events.services import event_record, model_update
 
@@ -104,7 +104,9 @@ def project_member_add(
                 actor=actor,
                 data=member_event_data(project, user),
             )
-    except IntegrityError:
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # what it belongs to was deleted meanwhile: a 404
         if skip_existing:
             return None
         raise ValidationFailed.field("user_id", "This user is already on the team.") from None

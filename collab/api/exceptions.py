@@ -10,6 +10,7 @@ import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework import status
@@ -145,7 +146,33 @@ def _drf_message(exc: drf.APIException) -> str:
     return str(detail)
 
 
+def foreign_key_violation(exc: BaseException) -> str | None:
+    """What a foreign-key failure says, when ``exc`` is one: ``"parent"`` when a write
+    referred to a row deleted meanwhile (its transaction waited on the deletion and found the
+    row gone at its commit), ``"children"`` when a deletion found rows added under it; None
+    for any other error.
+
+    Races, not bugs (CONTRACT section 10): the API answers the writer 404 and the deleter 409,
+    and a worker drops its write. SQLite names no side; a deletion there never races (one
+    writer at a time, collab.cascades), so it is the writer's.
+    """
+    if not isinstance(exc, IntegrityError):
+        return None
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) == "23503":  # psycopg's foreign_key_violation
+        return "children" if str(cause).startswith("update or delete on table") else "parent"
+    if "FOREIGN KEY constraint failed" in str(exc):  # SQLite
+        return "parent"
+    return None
+
+
 def _known(exc: Exception) -> Exception:
+    raced = foreign_key_violation(exc)
+    if raced is not None:
+        logger.warning("A write raced a deletion (%s): %s", raced, exc)
+        if raced == "children":
+            return Conflict("Something was added to it while it was being deleted; try again.")
+        return NotFound("Not found: it, or what it belongs to, was deleted meanwhile.")
     if isinstance(exc, Http404):
         return NotFound()
     if isinstance(exc, DjangoPermissionDenied):

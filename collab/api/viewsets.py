@@ -6,13 +6,14 @@ contract's delete body, pages). The tenancy on top of it (a project resolved onc
 gate) is the projects app's: ``projects.viewsets``.
 """
 
+from django.db import IntegrityError
 from django.http import Http404
 from django_filters.filterset import FilterSet
 from rest_framework import exceptions as drf
 from rest_framework import viewsets
 from rest_framework.response import Response
 
-from .exceptions import ValidationFailed, flatten_validation_errors
+from .exceptions import ValidationFailed, flatten_validation_errors, foreign_key_violation
 from .filters import is_id
 from .idempotency import (
     IdempotentReplay,
@@ -56,7 +57,14 @@ class ApiViewSet(viewsets.GenericViewSet):
         claim = getattr(self, "_idempotency", None)
         if claim is not None:
             self._idempotency = None
-            idempotency_finish(claim, response)
+            try:
+                idempotency_finish(claim, response)
+            except IntegrityError as exc:
+                # The work's commit met a row deleted meanwhile (its checks are deferred to
+                # the commit, which comes only now): rolled back, and answered as a view's.
+                if foreign_key_violation(exc) is None:
+                    raise
+                return super().finalize_response(request, self.handle_exception(exc))
         return response
 
     def dispatch(self, request, *args, **kwargs):

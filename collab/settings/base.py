@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "notifications",
     "analytics",
     "demo",
+    # After every migrate: foreign keys delete in the database too (collab.cascades).
+    "collab.apps.CollabConfig",
 ]
 
 MIDDLEWARE = [

@@ -33,14 +33,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "s3cret-value"
 
 
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture(autouse=True)
 def quick_retries(settings):
     settings.WEBHOOK_RETRY_BASE_SECONDS = 0
