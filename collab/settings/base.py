@@ -356,6 +356,11 @@ EVENT_STREAM_MAX_SECONDS = env.float("EVENT_STREAM_MAX_SECONDS", default=0.0)
 EVENT_STREAM_POLL_SECONDS = env.float("EVENT_STREAM_POLL_SECONDS", default=0.5)
 EVENT_STREAM_SAFETY_POLL_SECONDS = env.float("EVENT_STREAM_SAFETY_POLL_SECONDS", default=5.0)
 EVENT_STREAM_QUEUE_SIZE = env.int("EVENT_STREAM_QUEUE_SIZE", default=10000)
+# Open streams one credential may hold at once (an API key, or a user signed in with JWT or
+# OAuth), across every process (Redis) or in this one (no Redis).
+STREAM_MAX_PER_CREDENTIAL = env.int("STREAM_MAX_PER_CREDENTIAL", default=25)
+# CPU time one Markdown parse may take (comments.markdown); past it the body shows as text.
+MARKDOWN_RENDER_BUDGET_MS = env.float("MARKDOWN_RENDER_BUDGET_MS", default=100.0)
 GIT_ALLOW_LOCAL_REPOSITORIES = env.bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=False)
 
 # Git integration (gitintegration/). The service keeps a bare mirror of each registered
