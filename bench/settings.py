@@ -11,3 +11,6 @@ ROOT_URLCONF = "bench.urls"
 
 # Static files are not collected for a benchmark; WhiteNoise would warn in every worker.
 warnings.filterwarnings("ignore", "No directory at", UserWarning)
+
+# The stream benchmarks hold thousands of streams open on one key.
+STREAM_MAX_PER_CREDENTIAL = 10**9

@@ -9,7 +9,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.response import Response
 
 from collab.api.middleware import json_error
@@ -63,8 +63,12 @@ class SchemaView(JsonAnswersMixin, SpectacularAPIView):
     renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
 
 
-class DocsView(JsonAnswersMixin, SpectacularSwaggerView):
-    """The interactive docs page (HTML, the one page of the API that is not JSON)."""
+class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
+    """The interactive docs page (HTML, the one page of the API that is not JSON). Its
+    set-up script is served from the page's own URL (``?script``), not inline, and its one
+    inline style carries the nonce: the Content-Security-Policy of collab/csp.py holds."""
+
+    template_name = "docs/swagger_ui.html"
 
 
 @reads_only

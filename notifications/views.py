@@ -13,7 +13,7 @@ from events.catalogue import EVENT_KINDS, TYPES_PATTERN
 from events.models import Event
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
-from . import records, selectors, services, sse, stream
+from . import records, selectors, services, slots, sse, stream
 from .filters import DeliveryFilter, EventFilter
 from .models import Delivery, Webhook
 from .serializers import (
@@ -217,6 +217,11 @@ class EventViewSet(ApiViewSet):
                 "15 s. The schema describes one event, as an SSE client reads it.",
             ),
             404: OpenApiResponse(description="`project_id` names a project the caller cannot see."),
+            429: OpenApiResponse(
+                description="The credential (an API key, or a user signed in with a token) "
+                "already holds `STREAM_MAX_PER_CREDENTIAL` open streams (25 by default); "
+                "`RATE_LIMITED` with `details.reason` `stream_limit` and `Retry-After`."
+            ),
         },
         filters=False,
     )
@@ -231,7 +236,13 @@ class EventViewSet(ApiViewSet):
         options = sse.stream_options(request)
         # Under ASGI the stream is a coroutine on the process's hub; under WSGI, a thread.
         is_asgi = isinstance(request._request, ASGIRequest)
-        frames = (sse.event_stream if is_asgi else sse.event_stream_sync)(**options)
+        # Last, once the request is known good: from here the stream holds one of its
+        # credential's slots until it ends.
+        slot = slots.slot_acquire(credential=slots.credential_of(request))
+        if is_asgi:
+            frames = slots.held_async(slot, sse.event_stream(**options))
+        else:
+            frames = slots.HeldSync(slot, sse.event_stream_sync(**options))
         # The request's connection would otherwise stay out of the pool for the whole stream.
         stream.release_connection()
         response = StreamingHttpResponse(frames, content_type="text/event-stream")

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -58,6 +59,7 @@ MIDDLEWARE = [
     "collab.api.middleware.HeadAsGetMiddleware",
     "collab.dbrouters.ReplicaPinMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "collab.csp.PolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     # Before the body guard, so its 413s and 415s count and carry the rate-limit headers.
@@ -358,6 +360,25 @@ EVENT_STREAM_MAX_SECONDS = env.float("EVENT_STREAM_MAX_SECONDS", default=0.0)
 EVENT_STREAM_POLL_SECONDS = env.float("EVENT_STREAM_POLL_SECONDS", default=0.5)
 EVENT_STREAM_SAFETY_POLL_SECONDS = env.float("EVENT_STREAM_SAFETY_POLL_SECONDS", default=5.0)
 EVENT_STREAM_QUEUE_SIZE = env.int("EVENT_STREAM_QUEUE_SIZE", default=10000)
+# The pages' Content-Security-Policy (collab/csp.py; other responses get "default-src 'none'").
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        # Swagger UI's icons are data: images in its stylesheet.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# Open streams one credential may hold at once (an API key, or a user signed in with JWT or
+# OAuth), across every process (Redis) or in this one (no Redis).
+STREAM_MAX_PER_CREDENTIAL = env.int("STREAM_MAX_PER_CREDENTIAL", default=25)
+# CPU time one Markdown parse may take (comments.markdown); past it the body shows as text.
+MARKDOWN_RENDER_BUDGET_MS = env.float("MARKDOWN_RENDER_BUDGET_MS", default=100.0)
 GIT_ALLOW_LOCAL_REPOSITORIES = env.bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=False)
 
 # Git integration (gitintegration/). The service keeps a bare mirror of each registered
