@@ -241,7 +241,7 @@ def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
 
 @pytest.fixture
 def broad(world, settings):
-    """Two thousand issues (the demo seeding's words: nearly all match ``a*``), and only the
+    """Two thousand issues (the demo seeding's words: hundreds match ``e*``), and only the
     newest 50 matches ranked."""
     from issues.seeding import issues_seed
 
@@ -257,13 +257,13 @@ def broad(world, settings):
 def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
     from issues.models import Issue
 
-    params = {"q": "a*", "per_page": 10, "highlight": "true"}
+    params = {"q": "e*", "per_page": 10, "highlight": "true"}
     if path != "/v1/search":
         params["sort"] = "relevance"
     with CaptureQueriesContext(connection) as queries:
         body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
-    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches("a*"))
-    assert body["meta"]["total"] == matches.count() > 1000  # the total still counts them all
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches("e*"))
+    assert body["meta"]["total"] == matches.count() > 200  # the total still counts them all
     # The ranking reads the created_at of the 50th newest match: only those newer are scored.
     ranked = [q["sql"] for q in queries.captured_queries if "OFFSET 49" in q["sql"]]
     assert len(ranked) == 1
