@@ -27,10 +27,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connection as default_connection
 from django.db.migrations.operations.base import Operation
-from django.db.models import BooleanField, Expression, FloatField, TextField
+from django.db.models import (
+    BooleanField,
+    Case,
+    Expression,
+    F,
+    FloatField,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.expressions import OrderBy
+from django.db.models.functions import Coalesce
 
 CONFIG = "english"
 COLUMN = "search_document"
@@ -230,9 +242,13 @@ class Score(_SearchExpression):
             weights = ", ".join(_BM25_WEIGHTS[weight] for weight in fields.values())
             # bm25 is negative, lower is better: turned into s / (s + 1) as on PostgreSQL.
             best = f"(-bm25({fts}, {weights}))"
+            # Every match scored in one pass of the index, looked up by rowid: ``LIMIT -1``
+            # keeps SQLite from folding the inner query into the outer one, which would run
+            # the MATCH again for each row (2-3 ms a row for a prefix such as ``a*``: 11 s
+            # for 5,000 issues, against 10 ms for the one pass).
             sql = (
-                f"(SELECT {best} / ({best} + 1.0) FROM {fts} "
-                f"WHERE {fts} MATCH %s AND rowid = {id_sql})"
+                f"(SELECT score FROM (SELECT rowid AS hit, {best} / ({best} + 1.0) AS score "
+                f"FROM {fts} WHERE {fts} MATCH %s LIMIT -1) WHERE hit = {id_sql})"
             )
             return sql, [match]
 
@@ -306,10 +322,42 @@ def search(queryset, text: str):
     return queryset.filter(Matches(query))
 
 
-def best_first(text: str) -> OrderBy | None:
-    """The ordering term "best match of ``text`` first"; None when it holds no word."""
+class CandidateScore(Expression):
+    """``Score`` for the newest ``candidates`` rows of ``among`` (by ``created_at``), -1 for
+    every older row: what "best first" ranks, so that ranking costs the same whatever the
+    query matches (``a*`` matches nearly everything). The newest rows come out best first,
+    then the older ones newest first (the ordering's next term). With fewer rows than
+    ``candidates``, every row is ranked."""
+
+    def __init__(self, query: Query, *, among, candidates: int):
+        super().__init__(output_field=FloatField())
+        self.query, self.candidates = query, candidates
+        # The created_at of the N-th newest row (NULL with fewer rows: then every row).
+        oldest = among.order_by("-created_at").values("created_at")[candidates - 1 : candidates]
+        self.ranked = Case(
+            When(created_at__gte=Coalesce(Subquery(oldest), F("created_at")), then=Score(query)),
+            default=Value(-1.0),
+            output_field=FloatField(),
+        )
+
+    def __repr__(self) -> str:  # a cursor's fingerprint: stable from one request to the next
+        return f"{self.__class__.__name__}({self.query!r}, {self.candidates})"
+
+    def resolve_expression(self, *args, **kwargs):
+        return self.ranked.resolve_expression(*args, **kwargs)
+
+
+def best_first(text: str, *, among=None) -> OrderBy | None:
+    """The ordering term "best match of ``text`` first"; None when it holds no word. With
+    ``among`` (the rows being ordered, filtered), only its newest
+    ``settings.SEARCH_RANK_CANDIDATES`` rows are ranked (``CandidateScore``)."""
     query = parse(text)
-    return OrderBy(Score(query), descending=True) if query else None
+    if not query:
+        return None
+    candidates = getattr(settings, "SEARCH_RANK_CANDIDATES", 0)
+    if among is None or candidates <= 0:
+        return OrderBy(Score(query), descending=True)
+    return OrderBy(CandidateScore(query, among=among, candidates=candidates), descending=True)
 
 
 def marked_html(text: str | None) -> str:

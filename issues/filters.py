@@ -5,6 +5,7 @@ parameter.
 """
 
 import re
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -86,14 +87,17 @@ class SortFilter(filters.OrderingFilter):
         return [*super().build_choices(fields, labels), (RELEVANCE, "Relevance")]
 
     def filter(self, qs, value):
-        terms = [term for term in map(self.ordering_term, value or []) if term is not None]
+        terms = [self.ordering_term(param, qs) for param in value or []]
+        terms = [term for term in terms if term is not None]
         if not terms:
             return qs
         return qs.order_by(*terms, "-id")
 
-    def ordering_term(self, param):
+    def ordering_term(self, param, qs):
+        """``qs``: the rows filtered so far (``sort`` comes last): relevance ranks only the
+        newest of them (``fulltext.CandidateScore``)."""
         if param == RELEVANCE:
-            return fulltext.best_first(self.parent.data.get("q", ""))
+            return fulltext.best_first(self.parent.data.get("q", ""), among=qs)
         return self.get_ordering_value(param)
 
 
@@ -198,6 +202,21 @@ def highlight_values(params) -> dict[str, fulltext.Highlight]:
         "_marked_title": fulltext.Highlight(query, "title"),
         "_marked_description": fulltext.Highlight(query, "description", snippet=True),
     }
+
+
+def highlights_attach(rows: list[dict], params) -> None:
+    """``highlights`` on each row of a page, read for these rows alone in one query: in the
+    ranked query SQLite could mark every match before the page is cut (seconds for ``a*``
+    over 5,000 issues)."""
+    marks = highlight_values(params)
+    marked: dict[int, dict[str, Any]] = {}
+    if rows and marks:
+        found: Any = Issue.objects.filter(pk__in=[row["id"] for row in rows]).order_by()
+        for values in found.values("id", **marks):
+            marked[values["id"]] = {name: values[name] for name in marks}
+    for row in rows:
+        row.update(marked.get(row["id"], {}))
+        row["highlights"] = highlights(row)
 
 
 def highlights(row: dict) -> dict[str, str] | None:

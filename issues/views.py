@@ -18,8 +18,7 @@ from .filters import (
     GLOBAL_COUNTER_PARAMS,
     GlobalIssueFilter,
     IssueFilter,
-    highlight_values,
-    highlights,
+    highlights_attach,
     kept_filter,
     wants_highlights,
 )
@@ -52,14 +51,11 @@ class IssueListMixin(ApiViewSet):
         (all of them when empty), used when only counter parameters are given;
         ``project_ids()``: the projects listed, for the per-value counters."""
         params = self.request.query_params
-        queryset = self.filter_queryset(queryset).values(
-            *records.ISSUE_FIELDS, **highlight_values(params)
-        )
+        queryset = self.filter_queryset(queryset).values(*records.ISSUE_FIELDS)
         self.page_counter = partial(self._count, kept_count=kept_count, project_ids=project_ids)
         page = self.paginate_queryset(queryset) or []
         if wants_highlights(params):
-            for row in page:
-                row["highlights"] = highlights(row)
+            highlights_attach(page, params)
         return self.get_paginated_response(records.issue_attach_labels(page))
 
     def _count(self, queryset, *, kept_count, project_ids) -> int:

@@ -47,7 +47,7 @@ class SearchFilter(CachedFormFilterSet):
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)
         if "sort" not in self.data:  # the best match first, unless asked otherwise
-            best = fulltext.best_first(self.data.get("q", ""))
+            best = fulltext.best_first(self.data.get("q", ""), among=queryset)
             if best is not None:
                 queryset = queryset.order_by(best, "-id")
         return queryset

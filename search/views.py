@@ -40,6 +40,7 @@ class SearchViewSet(ApiViewSet):
         hits = self.filter_queryset(selectors.search_hits(user=request.user, scopes=scopes))
         self.page_counter = partial(self._count, user=request.user, text=text, scopes=scopes)
         page = self.paginate_queryset(selectors.hit_values(hits, text=text)) or []
+        page = selectors.hit_snippets_attach(page, text=text)
         return self.get_paginated_response([selectors.search_hit_record(row) for row in page])
 
     def _count(self, rows, *, user: User, text: str, scopes: Sequence[str]) -> int:

@@ -8,6 +8,7 @@ mapped here); nothing else builds an error body.
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
@@ -15,6 +16,8 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework import status
 from rest_framework.response import Response
+
+from collab.querycost import is_cancelled
 
 logger = logging.getLogger("collab.api")
 
@@ -89,6 +92,16 @@ class RateLimited(ApiError):
     code = "RATE_LIMITED"
     default_detail = "Request limit exceeded."
     # Seconds until a retry may succeed, when the raiser knows (the answer's Retry-After).
+    retry_after: int | None = None
+
+
+class QueryTimeout(ApiError):
+    """A statement of the request ran past its deadline and the database cancelled it
+    (collab.querycost): the service is busy, not the request wrong."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    code = "QUERY_TIMEOUT"
+    default_detail = "The request took too long to answer. Try again later."
     retry_after: int | None = None
 
 
@@ -179,6 +192,12 @@ def _known(exc: Exception) -> Exception:
         return Forbidden()
     if isinstance(exc, RequestDataTooBig):
         return PayloadTooLarge()
+    if is_cancelled(exc):
+        logger.warning("A statement ran past its deadline and was cancelled: %s", exc)
+        retry_after = settings.DATABASE_TIMEOUT_RETRY_AFTER
+        timeout = QueryTimeout(details={"retry_after": retry_after})
+        timeout.retry_after = retry_after
+        return timeout
     return exc
 
 

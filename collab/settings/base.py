@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
+    # Every statement from here in has a deadline (collab/querycost.py).
+    "collab.querycost.StatementDeadlineMiddleware",
     "collab.dbrouters.ReplicaPinMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "collab.csp.PolicyMiddleware",
@@ -141,6 +143,17 @@ if DATABASE_TRANSACTION_POOLING:
     for _database in DATABASES.values():
         _database["DISABLE_SERVER_SIDE_CURSORS"] = True
         _database.setdefault("OPTIONS", {})["prepare_threshold"] = None
+
+# Query cost of web requests (collab/querycost.py): a statement of a request that runs longer
+# than this is cancelled (PostgreSQL's statement_timeout, set per transaction; SQLite's
+# progress handler) and answered 503 with Retry-After. 0: no limit. Commands, migrations
+# and Celery tasks are not limited.
+DATABASE_STATEMENT_TIMEOUT_MS = env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=15000)
+# What a 503 for a cancelled statement tells the client to wait, in seconds.
+DATABASE_TIMEOUT_RETRY_AFTER = env.int("DATABASE_TIMEOUT_RETRY_AFTER", default=5)
+# "Best match first" ranks only the newest this many matches (collab.fulltext); older ones
+# follow, newest first. 0: rank every match.
+SEARCH_RANK_CANDIDATES = env.int("SEARCH_RANK_CANDIDATES", default=1000)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

@@ -186,8 +186,9 @@ def test_the_answer_takes_a_fixed_number_of_queries(
     for n in range(10):
         make_issue(world.project, world.owner, title=f"checkout {n}")
     search(api.owner, q="warm")  # a key's first call records its use: kept out of the count
-    # The key, the caller's workspaces, the count and the page, however many hits.
-    with django_assert_max_num_queries(4):
+    # The key, the caller's workspaces, the count, the page and its rows' snippets (read for
+    # the page alone: search.selectors.hit_snippets_attach), however many hits.
+    with django_assert_max_num_queries(5):
         body = search(api.owner, q="checkout", per_page=50)
     assert body["meta"]["total"] == 14
 
@@ -236,3 +237,49 @@ def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
         assert counts and all(other_kinds.search(query) for query in counts), counts
     else:
         assert not any("issues_issuefacetcount" in query for query in sql), sql
+
+
+@pytest.fixture
+def broad(world, settings):
+    """Two thousand issues (the demo seeding's words: hundreds match ``e*``), and only the
+    newest 50 matches ranked."""
+    from issues.seeding import issues_seed
+
+    settings.SEARCH_RANK_CANDIDATES = 50
+    issues_seed(project=world.project, total=2000, people=[world.owner.pk])
+    return world
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/search", "/v1/projects/{project}/issues", "/v1/issues"],
+)
+def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
+    from issues.models import Issue
+
+    params = {"q": "e*", "per_page": 10, "highlight": "true"}
+    if path != "/v1/search":
+        params["sort"] = "relevance"
+    with CaptureQueriesContext(connection) as queries:
+        body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches("e*"))
+    assert body["meta"]["total"] == matches.count() > 200  # the total still counts them all
+    # The ranking reads the created_at of the 50th newest match: only those newer are scored.
+    ranked = [q["sql"] for q in queries.captured_queries if "OFFSET 49" in q["sql"]]
+    assert len(ranked) == 1
+    newest = set(matches.order_by("-created_at").values_list("pk", flat=True)[:50])
+    ids = [row.get("object_id", row["id"]) for row in body["data"]]
+    assert len(ids) == 10 and set(ids) <= newest
+    # Highlights and snippets are marked for the page's rows alone, in one query.
+    marking = [
+        q["sql"]
+        for q in queries.captured_queries
+        if "highlight(" in q["sql"] or "ts_headline(" in q["sql"]
+    ]
+    assert len(marking) == 1 and "OFFSET" not in marking[0]
+
+
+def fulltext_matches(text):
+    from collab import fulltext
+
+    return fulltext.Matches(fulltext.parse(text))
