@@ -318,7 +318,12 @@ WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=7
 WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default=20.0)
 # Retries due within this many seconds are queued with a countdown; later ones wait on their
 # row for the sweeper (below a Redis broker's visibility timeout, or they would be redelivered).
-WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float("WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0)
+# None on the embedded default's broker: its worker holds a countdown's task in memory (lost if
+# it is killed) and, once due, ahead of everything queued since, so a wave of retries to a
+# dead receiver held up every other project's events; there the rows wait for the sweeper.
+WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float(
+    "WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0 if REDIS_URL else 0.0
+)
 # Threads per worker process sending to webhooks side by side (a task's deliveries to several
 # webhooks go out at once, each webhook's in turn).
 WEBHOOK_SENDERS = env.int("WEBHOOK_SENDERS", default=32)
@@ -336,7 +341,8 @@ WEBHOOK_HOST_PAUSE_SECONDS = env.float("WEBHOOK_HOST_PAUSE_SECONDS", default=15.
 # commits of that moment go out with it rather than each in a task of its own (a task costs
 # the worker far more than an event's share of one). 0: each at once.
 WEBHOOK_FANOUT_GATHER_SECONDS = env.float("WEBHOOK_FANOUT_GATHER_SECONDS", default=0.02)
-WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
+# (The embedded default sweeps more often: its retries and deferrals wait for the sweeper.)
+WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0 if REDIS_URL else 5.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
 WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
@@ -478,6 +484,8 @@ else:
     _queue_dir = DATA_DIR / "celery-queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://localhost/"
+    # kombu's filesystem transport with messages written whole (collab/filebroker.py).
+    CELERY_BROKER_TRANSPORT = "collab.filebroker:Transport"
     CELERY_RESULT_BACKEND = None
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
@@ -485,6 +493,10 @@ else:
         "processed_folder": str(DATA_DIR / "celery-processed"),
         "control_folder": str(DATA_DIR / "celery-control"),
         "store_processed": False,
+        # How long the worker sleeps when it takes nothing: when the queues are empty, and
+        # also whenever it holds its prefetch of tasks (kombu's default of 1 s capped the
+        # embedded worker at about two tasks a second, so a flood queued for minutes).
+        "polling_interval": env.float("CELERY_BROKER_POLLING_SECONDS", default=0.05),
     }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
