@@ -7,11 +7,13 @@ data directory of the test's own, with receivers on 127.0.0.1.
 
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -210,3 +212,122 @@ def test_a_flood_in_one_project_leaves_anothers_webhook_on_time(embedded, receiv
         )[0][0]
         assert stuck >= FLOOD // 4, "A's receiver was meant to leave a backlog"
     assert max(waits) <= 5, waits
+
+
+class HeldListener:
+    """Accepts connections and says nothing until released (an SMTP server that never
+    greets, a git server that never answers): a task talking to it is stuck mid-way."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.connected = threading.Event()
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+            self.connected.set()
+
+    def close(self):
+        self.socket.close()
+        for connection in self.held:
+            connection.close()
+
+
+def _bare_origin(tmp_path: Path) -> Path:
+    """A repository with one commit, as a bare repository a local clone URL can name."""
+    work = tmp_path / "work"
+    work.mkdir()
+    run = partial(subprocess.run, cwd=work, check=True, capture_output=True, timeout=60)
+    run(["git", "init", "--quiet", "-b", "main"])
+    (work / "README.md").write_text("# Rocket\n")
+    run(["git", "add", "README.md"])
+    run(["git", "-c", "user.name=T", "-c", "user.email=t@t.test", "commit", "-qm", "One"])
+    bare = tmp_path / "origin.git"
+    run(["git", "clone", "--quiet", "--bare", str(work), str(bare)])
+    return bare
+
+
+def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path):
+    """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
+    answers) and of a mention email (its SMTP server never greets): the file broker has
+    dropped both tasks. Restarted (the origin and the mail back), the sweeps do both, once."""
+    smtp, origin_held = HeldListener(), HeldListener()
+    outbox = tmp_path / "outbox"
+    quick = {
+        **QUICK,
+        "GIT_SYNC_SWEEP_SECONDS": "1",
+        "GIT_SYNC_STUCK_SECONDS": "3",
+        "GIT_TIMEOUT_SECONDS": "60",
+        "MENTIONS_SWEEP_SECONDS": "1",
+        "MENTIONS_SWEEP_GRACE_SECONDS": "2",
+    }
+    stack = embedded(EMAIL_URL=f"smtp://127.0.0.1:{smtp.port}", **quick)
+    _manage(
+        stack.env, "create_user", "--email", "pat@collab.localhost", "--password",
+        "a-long-password-1", "--workspace", "Default", "--role", "developer",
+    )  # fmt: skip
+    bare = _bare_origin(tmp_path)
+    try:
+        with asgi_server(stack.env, stack.tmp_path) as port:
+            stack.client = httpx.Client(
+                base_url=f"http://127.0.0.1:{port}",
+                headers={"Authorization": f"Bearer {stack.key}"},
+                timeout=60,
+            )
+            worker = stack.worker().start()
+            try:
+                project = stack.post("/v1/projects", {"name": "Rocket", "visibility": "internal"})
+                repository = stack.post(
+                    f"/v1/projects/{project['id']}/repositories",
+                    {"name": "rocket", "clone_url": f"git://127.0.0.1:{origin_held.port}/r.git"},
+                )
+                assert origin_held.connected.wait(60), worker.output()[-3000:]
+                issue = stack.post(f"/v1/projects/{project['id']}/issues", {"title": "Crash"})
+                stack.post(f"/v1/issues/{issue['id']}/comments", {"body": "@pat have a look"})
+                assert smtp.connected.wait(60), worker.output()[-3000:]
+                assert stack.rows("SELECT count(*) FROM comments_mention")[0][0] == 1
+                worker.kill()
+            finally:
+                worker.stop()
+            # Both were cut off mid-way: nothing sent, the repository still syncing.
+            sync = "SELECT sync_status FROM gitintegration_repository WHERE id = ?"
+            assert stack.rows(sync, repository["id"]) == [("syncing",)]
+            assert stack.rows("SELECT notified_at FROM comments_mention") == [(None,)]
+
+            # The origin and the mail come back (the repository now names the origin itself).
+            stack.rows(
+                "UPDATE gitintegration_repository SET clone_url = ? WHERE id = ?",
+                str(bare),
+                repository["id"],
+            )
+            stack.env["EMAIL_URL"] = f"filemail:///{outbox}"  # the path after the third slash
+            worker = stack.worker().start()
+            try:
+                wait_until(
+                    lambda: stack.rows(sync, repository["id"]) == [("synced",)],
+                    timeout=60,
+                    interval=0.5,
+                    message=worker.output()[-3000:],
+                )
+                wait_until(
+                    lambda: outbox.exists() and any(outbox.iterdir()),
+                    timeout=60,
+                    interval=0.5,
+                    message=worker.output()[-3000:],
+                )
+                time.sleep(3)  # a few more sweeps: nothing is sent twice
+            finally:
+                worker.stop()
+    finally:
+        smtp.close()
+        origin_held.close()
+    [message] = list(outbox.iterdir())
+    assert "pat@collab.localhost" in message.read_text()
+    assert stack.rows("SELECT count(*) FROM comments_mention WHERE notified_at IS NULL") == [(0,)]
