@@ -5,6 +5,7 @@ keeps the parent's ``comment_count`` there, writes the comment, its mentions, th
 history row and the event in it, and queues the mention emails only after commit.
 """
 
+from datetime import timedelta
 from functools import partial
 from typing import Any, cast
 
@@ -215,6 +216,35 @@ def _mention_email(mention: Mention) -> tuple[str, str]:
         f"The conversation: {settings.PUBLIC_BASE_URL}{path}\n"
     )
     return subject, message
+
+
+# Comments a sweep queues again, at most; mentions older than this are let go (their email
+# failed for a day: it is news no more).
+SWEEP_COMMENTS = 500
+MENTION_REDRIVE_MAX_AGE = timedelta(days=1)
+
+
+def mentions_sweep() -> int:
+    """Queue again the mention emails nobody is sending: mentions not yet emailed
+    MENTIONS_SWEEP_GRACE_SECONDS after they were made (their task was lost with a killed
+    worker, or its retries ran out). ``mentions_notify`` marks each in the transaction that
+    sends it, so one run twice, or beside a task still on its way, emails once. Returns how
+    many comments were queued."""
+    now = timezone.now()
+    comment_ids = list(
+        Mention.objects.filter(
+            notified_at__isnull=True,
+            created_at__lte=now - timedelta(seconds=settings.MENTIONS_SWEEP_GRACE_SECONDS),
+            created_at__gte=now - MENTION_REDRIVE_MAX_AGE,
+        )
+        .order_by("comment_id")
+        .values_list("comment_id", flat=True)
+        .distinct()[:SWEEP_COMMENTS]
+    )
+    notify = current_app.tasks["comments.tasks.mentions_notify"]
+    for comment_id in comment_ids:
+        notify.delay(comment_id=comment_id)
+    return len(comment_ids)
 
 
 def mentions_notify(*, comment_id: int) -> int:

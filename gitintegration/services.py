@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 from dataclasses import asdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -134,10 +135,45 @@ def _queue_sync(repository_id: int) -> None:
 def repository_sync_request(*, repository: Repository) -> None:
     """Ask for a sync after this transaction (the sync itself runs in a worker)."""
     with transaction.atomic():
+        # ``updated_at``: when it was asked for, which the sweeper below times from.
         Repository.objects.filter(pk=repository.pk).exclude(
             sync_status=Repository.SyncStatus.SYNCING
-        ).update(sync_status=Repository.SyncStatus.PENDING)
+        ).update(sync_status=Repository.SyncStatus.PENDING, updated_at=timezone.now())
         _queue_sync(repository.pk)
+
+
+# Repositories a sweep queues again, at most.
+SWEEP_REPOSITORIES = 100
+
+
+def repositories_sync_stuck() -> list[int]:
+    """Queue again the syncs nobody is working on: repositories left ``pending`` or
+    ``syncing`` (a worker killed mid-sync, a message lost with it) for GIT_SYNC_STUCK_SECONDS,
+    which is longer than a sync may run before its time limit kills it, so no sync still in
+    progress is taken. Each is taken with a conditional UPDATE of ``updated_at`` (a lease: a
+    second sweeper, or the next sweep, leaves it for another period). Returns their ids."""
+    now = timezone.now()
+    waiting = (Repository.SyncStatus.PENDING, Repository.SyncStatus.SYNCING)
+    stuck = list(
+        Repository.objects.filter(
+            sync_status__in=waiting,
+            updated_at__lt=now - timedelta(seconds=settings.GIT_SYNC_STUCK_SECONDS),
+            project__status="active",
+        )
+        .order_by("updated_at")
+        .values_list("pk", "updated_at")[:SWEEP_REPOSITORIES]
+    )
+    sync = current_app.tasks["gitintegration.tasks.repository_sync_task"]
+    taken = []
+    for repository_id, seen in stuck:
+        if Repository.objects.filter(pk=repository_id, updated_at=seen).update(
+            sync_status=Repository.SyncStatus.PENDING, updated_at=now
+        ):
+            sync.delay(repository_id=repository_id)
+            taken.append(repository_id)
+    if taken:
+        logger.warning("Syncs of repositories %s were left undone; queued again", taken)
+    return taken
 
 
 def push_signature_valid(*, repository: Repository | None, body: bytes, signature: str) -> bool:

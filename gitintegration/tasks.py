@@ -17,3 +17,9 @@ def repositories_sync_all() -> int:
         repository_sync_task.delay(repository_id=repository_id)
     services.mirrors_prune()
     return len(ids)
+
+
+@shared_task
+def repositories_sweep() -> int:
+    """Queue again the syncs a killed worker left undone (from beat)."""
+    return len(services.repositories_sync_stuck())

@@ -12,6 +12,7 @@ whatever a broker outage or a killed worker left behind: events never fanned out
 due with no task on their way."""
 
 import logging
+import os
 import random
 import secrets
 import threading
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -27,7 +29,8 @@ import redis
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import Case, DateTimeField, F, Q, Value, When
+from django.db.models import Case, DateTimeField, F, Q, Value, When, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -69,10 +72,12 @@ def events_committed(event_ids: list[int]) -> None:
     """The log's consumer hook (settings.EVENT_LOG_CONSUMERS): fan the events of one
     transaction out to the webhooks, and wake the streams.
 
-    With Redis, the fan-out tasks coalesce: a commit queues one (of every event not yet
-    dispatched) only when none is queued already, so under a stream of writes the worker
-    runs one task for many events instead of one each (a task costs far more than its
-    statement). Without Redis, each transaction queues the fan-out of its own events.
+    The fan-out tasks coalesce: a commit queues one (of every event not yet dispatched) only
+    when none is queued already, so under a stream of writes the worker runs one task for
+    many events instead of one each (a task costs far more than its statement). The mark is
+    kept in Redis, or on the embedded default (one machine) in a file beside its queue: there
+    a queue of one fan-out per commit, first in first out, put a flood's every event ahead of
+    the next project's. Run eagerly (the tests), each transaction fans out its own events.
     """
     queued = _fanout_mark()
     if queued is None:
@@ -82,9 +87,19 @@ def events_committed(event_ids: list[int]) -> None:
     stream.wake(event_ids[-1])
 
 
+def _fanout_mark_file() -> Path | None:
+    """Where the embedded default keeps the mark (no Redis, tasks run by a worker)."""
+    if settings.REDIS_URL or settings.CELERY_TASK_ALWAYS_EAGER:
+        return None
+    return Path(settings.DATA_DIR) / "fanout-queued"
+
+
 def _fanout_mark() -> bool | None:
     """Whether this commit marked a fan-out as queued (and so must queue it); None when
-    there is no Redis to mark it in, or it does not answer (queue one of its own, then)."""
+    there is nowhere to mark it, or Redis does not answer (queue one of its own, then)."""
+    path = _fanout_mark_file()
+    if path is not None:
+        return _file_mark(path)
     client = quick_client()
     if client is None:
         return None
@@ -98,6 +113,10 @@ def _fanout_mark() -> bool | None:
 def _fanout_unmark() -> None:
     """The queued fan-out has started (or could not be queued): the next commit queues
     another. Called before the events are read, so none committed after it is missed."""
+    path = _fanout_mark_file()
+    if path is not None:
+        path.unlink(missing_ok=True)
+        return
     client = quick_client()
     if client is None:
         return
@@ -106,6 +125,27 @@ def _fanout_unmark() -> None:
     except redis.RedisError as exc:
         # The mark lapses on its own; until then the sweeper takes the events.
         logger.warning("Could not clear the fan-out's mark: %s", exc)
+
+
+def _file_mark(path: Path) -> bool | None:
+    """The mark as a file made only if absent (O_EXCL, atomic); one older than
+    FANOUT_QUEUED_SECONDS is taken over, as the key in Redis lapses. None if the file cannot
+    be made at all."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        logger.warning("Could not mark the fan-out as queued: %s", exc)
+        return None
+    try:
+        if time.time() - path.stat().st_mtime < FANOUT_QUEUED_SECONDS:
+            return False
+        os.utime(path)  # two commits may both take a lapsed mark over: two fan-outs, harmless
+    except FileNotFoundError:
+        return _file_mark(path)  # the fan-out started meanwhile: mark anew
+    return True
 
 
 # Events fanned out by one task in one go (the rest in the next go of the same task).
@@ -345,17 +385,23 @@ DELIVERY_BATCH = 50
 DELIVERY_TASK_BATCHES = 16
 
 
-def _send_after_commit(deliveries: list[tuple[int, int]]) -> None:
-    """Queue the sending of these ``(delivery id, webhook id)`` once the transaction commits:
-    an event's deliveries to all its webhooks in one task."""
+def _batches(deliveries: list[tuple[int, int]]) -> list[list[int]]:
+    """These ``(delivery id, webhook id)`` as batches of one webhook's delivery ids each, at
+    most DELIVERY_BATCH long, in the order given."""
     by_webhook: dict[int, list[int]] = {}
     for delivery_id, webhook_id in deliveries:
         by_webhook.setdefault(webhook_id, []).append(delivery_id)
-    batches = [
+    return [
         ids[start : start + DELIVERY_BATCH]
         for ids in by_webhook.values()
         for start in range(0, len(ids), DELIVERY_BATCH)
     ]
+
+
+def _send_after_commit(deliveries: list[tuple[int, int]]) -> None:
+    """Queue the sending of these ``(delivery id, webhook id)`` once the transaction commits:
+    an event's deliveries to all its webhooks in one task."""
+    batches = _batches(deliveries)
 
     def send() -> None:
         for start in range(0, len(batches), DELIVERY_TASK_BATCHES):
@@ -739,7 +785,9 @@ def _connection_release() -> None:
 
 def _deliveries_defer(deliveries: list[Delivery]) -> None:
     """Hand these claims back untried (their receiver has its fill of deliveries in flight):
-    due again in a moment, with the attempt they did not make given back."""
+    due again in a moment, with the attempt they did not make given back. As a retry does,
+    the moment rides the broker only within WEBHOOK_COUNTDOWN_MAX_SECONDS (none on the
+    embedded default's: there the row waits for the sweeper)."""
     delay = settings.WEBHOOK_BUSY_DEFER_SECONDS * random.uniform(1, 2)  # noqa: S311
     for delivery in deliveries:
         Delivery.objects.filter(pk=delivery.pk, claimed_until=delivery.claimed_until).update(
@@ -747,11 +795,12 @@ def _deliveries_defer(deliveries: list[Delivery]) -> None:
             attempts=F("attempts") - 1,
             next_attempt_at=timezone.now() + timedelta(seconds=delay),
         )
-    _enqueue(
-        TASKS + "webhook_deliver",
-        countdown=delay,
-        delivery_ids=[delivery.pk for delivery in deliveries],
-    )
+    if delay <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
+        _enqueue(
+            TASKS + "webhook_deliver",
+            countdown=delay,
+            delivery_ids=[delivery.pk for delivery in deliveries],
+        )
 
 
 def _delivery_settle(
@@ -918,6 +967,11 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
     logger.warning("Webhook %s disabled after failing since %s", webhook.pk, limit)
 
 
+# Deliveries a sweep queues, in all and per webhook.
+SWEEP_DELIVERIES = 1000
+SWEEP_PER_WEBHOOK = 2 * DELIVERY_BATCH
+
+
 def deliveries_sweep() -> dict[str, int]:
     """Hand over what no task is on its way for: events never fanned out (the broker was
     down at commit), and deliveries due whose send never ran or whose worker died."""
@@ -938,11 +992,22 @@ def deliveries_sweep() -> dict[str, int]:
             next_attempt_at__lte=now - timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_SECONDS),
         )
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .annotate(
+            place=Window(
+                RowNumber(), partition_by=[F("webhook_id")], order_by=F("next_attempt_at").asc()
+            )
+        )
+        .filter(place__lte=SWEEP_PER_WEBHOOK)
         .order_by("next_attempt_at")
-        .values_list("id", flat=True)[:1000]
+        .values_list("id", "webhook_id")[:SWEEP_DELIVERIES]
     )
-    for delivery_id in due:
-        _enqueue(TASKS + "webhook_deliver", delivery_id=delivery_id)
+    # In batches by webhook, as a fan-out queues them: a few tasks, not one per delivery, so
+    # the sweep of a receiver that was down all day does not queue ahead of everyone's next
+    # event; and a fair share each, so one webhook's backlog does not fill the sweep.
+    batches = _batches(due)
+    for start in range(0, len(batches), DELIVERY_TASK_BATCHES):
+        ids = [i for batch in batches[start : start + DELIVERY_TASK_BATCHES] for i in batch]
+        _enqueue(TASKS + "webhook_deliver", delivery_ids=ids)
     return {"events": len(stale_events), "deliveries": len(due)}
 
 

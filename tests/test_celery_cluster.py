@@ -32,6 +32,8 @@ EXPECTED_QUEUES = {
     "notifications.tasks.deliveries_sweep": "webhooks",
     "gitintegration.tasks.repository_sync_task": "git",
     "gitintegration.tasks.repositories_sync_all": "git",
+    "gitintegration.tasks.repositories_sweep": "git",
+    "comments.tasks.mentions_sweep": "email",
     "analytics.tasks.analytics_rollup_all": "analytics",
     "analytics.tasks.analytics_rollup_project": "analytics",
     "accounts.tasks.invitation_send_email": "email",

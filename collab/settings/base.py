@@ -335,7 +335,12 @@ WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=7
 WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default=20.0)
 # Retries due within this many seconds are queued with a countdown; later ones wait on their
 # row for the sweeper (below a Redis broker's visibility timeout, or they would be redelivered).
-WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float("WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0)
+# None on the embedded default's broker: its worker holds a countdown's task in memory (lost if
+# it is killed) and, once due, ahead of everything queued since, so a wave of retries to a
+# dead receiver held up every other project's events; there the rows wait for the sweeper.
+WEBHOOK_COUNTDOWN_MAX_SECONDS = env.float(
+    "WEBHOOK_COUNTDOWN_MAX_SECONDS", default=600.0 if REDIS_URL else 0.0
+)
 # Threads per worker process sending to webhooks side by side (a task's deliveries to several
 # webhooks go out at once, each webhook's in turn).
 WEBHOOK_SENDERS = env.int("WEBHOOK_SENDERS", default=32)
@@ -353,7 +358,8 @@ WEBHOOK_HOST_PAUSE_SECONDS = env.float("WEBHOOK_HOST_PAUSE_SECONDS", default=15.
 # commits of that moment go out with it rather than each in a task of its own (a task costs
 # the worker far more than an event's share of one). 0: each at once.
 WEBHOOK_FANOUT_GATHER_SECONDS = env.float("WEBHOOK_FANOUT_GATHER_SECONDS", default=0.02)
-WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0)
+# (The embedded default sweeps more often: its retries and deferrals wait for the sweeper.)
+WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0 if REDIS_URL else 5.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
 WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
@@ -401,6 +407,11 @@ GIT_ALLOW_LOCAL_REPOSITORIES = env.bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=
 GIT_STORAGE_DIR = Path(env.str("GIT_STORAGE_DIR", default=str(DATA_DIR / "git")))
 GIT_SYNC_INTERVAL_SECONDS = env.int("GIT_SYNC_INTERVAL_SECONDS", default=900)
 GIT_TIMEOUT_SECONDS = env.int("GIT_TIMEOUT_SECONDS", default=120)
+# A repository left pending or syncing this long has nobody working on it (a worker killed
+# mid-sync): the sweep, every GIT_SYNC_SWEEP_SECONDS, queues its sync again. The default is
+# the git task's hard time limit (below), past which no sync can still be running.
+GIT_SYNC_STUCK_SECONDS = env.int("GIT_SYNC_STUCK_SECONDS", default=GIT_TIMEOUT_SECONDS * 12 + 120)
+GIT_SYNC_SWEEP_SECONDS = env.float("GIT_SYNC_SWEEP_SECONDS", default=60.0)
 GIT_COMMITTER_NAME = env.str("GIT_COMMITTER_NAME", default="Collab")
 GIT_COMMITTER_EMAIL = env.str("GIT_COMMITTER_EMAIL", default="git@collab.localhost")
 # Push notifications (POST /v1/repositories/:id/push) per repository and hour, signed or not.
@@ -452,6 +463,30 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                         a second sync finds nothing new
 #   repositories_sync_all      git        it queues the above, and removes the mirrors of
 #                                         deleted repositories under the same lock
+#   repositories_sweep         git        it takes each stuck repository with a conditional
+#                                         UPDATE (a lease) before it queues its sync
+# comments.tasks.
+#   mentions_sweep             email      it only queues mentions_notify, which emails once
+#
+# A task taken by a worker that is killed is lost on the embedded default's broker (kombu's
+# filesystem transport deletes a message as it hands it over); with Redis it comes back after
+# the visibility timeout. Either way, what it left undone is driven again by:
+#   event_fanout, webhook_deliver   deliveries_sweep (beat): events not dispatched, deliveries
+#                                   due whose lease (claimed_until) has lapsed
+#   repository_sync_task            repositories_sweep (beat): pending/syncing for longer than
+#                                   GIT_SYNC_STUCK_SECONDS; and repositories_sync_all
+#   mentions_notify                 mentions_sweep (beat): mentions not emailed after
+#                                   MENTIONS_SWEEP_GRACE_SECONDS
+#   analytics_rollup_project        analytics_rollup_all's next run (beat) recomputes them
+#   every periodic task             its own next run (beat)
+#   invitation_send_email           nothing yet: the task carries the token, which is stored
+#                                   only as a hash; a sweeper needs the invitation's email
+#                                   status and a token issued anew
+#   webhook_disabled_notify         nothing yet: no mark says the email went out
+# Mention emails not sent this long after the comment are queued again, every
+# MENTIONS_SWEEP_SECONDS (comments.services.mentions_sweep).
+MENTIONS_SWEEP_SECONDS = env.float("MENTIONS_SWEEP_SECONDS", default=60.0)
+MENTIONS_SWEEP_GRACE_SECONDS = env.float("MENTIONS_SWEEP_GRACE_SECONDS", default=300.0)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = {
     name: {"exchange": name, "routing_key": name}
@@ -465,6 +500,7 @@ CELERY_TASK_ROUTES = {
     "events.tasks.events_purge": {"queue": "default"},
     "accounts.tasks.invitation_send_email": {"queue": "email"},
     "comments.tasks.mentions_notify": {"queue": "email"},
+    "comments.tasks.mentions_sweep": {"queue": "email"},
     "ratelimits.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
     "issues.tasks.facet_counts_compact": {"queue": "default"},
@@ -472,6 +508,7 @@ CELERY_TASK_ROUTES = {
     "analytics.tasks.analytics_rollup_project": {"queue": "analytics"},
     "gitintegration.tasks.repository_sync_task": {"queue": "git"},
     "gitintegration.tasks.repositories_sync_all": {"queue": "git"},
+    "gitintegration.tasks.repositories_sweep": {"queue": "git"},
 }
 # Time limits (prefork pool): at the soft limit the task gets SoftTimeLimitExceeded (its open
 # transaction rolls back), a minute later its process is killed: a hung call (an SMTP server
@@ -514,6 +551,8 @@ else:
     _queue_dir = DATA_DIR / "celery-queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://localhost/"
+    # kombu's filesystem transport with messages written whole (collab/filebroker.py).
+    CELERY_BROKER_TRANSPORT = "collab.filebroker:Transport"
     CELERY_RESULT_BACKEND = None
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
@@ -521,6 +560,10 @@ else:
         "processed_folder": str(DATA_DIR / "celery-processed"),
         "control_folder": str(DATA_DIR / "celery-control"),
         "store_processed": False,
+        # How long the worker sleeps when it takes nothing: when the queues are empty, and
+        # also whenever it holds its prefetch of tasks (kombu's default of 1 s capped the
+        # embedded worker at about two tasks a second, so a flood queued for minutes).
+        "polling_interval": env.float("CELERY_BROKER_POLLING_SECONDS", default=0.05),
     }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -564,6 +607,15 @@ CELERY_BEAT_SCHEDULE: dict = {
     "git-repositories-sync": {
         "task": "gitintegration.tasks.repositories_sync_all",
         "schedule": float(GIT_SYNC_INTERVAL_SECONDS),
+    },
+    # What a worker killed mid-task left undone (the file broker drops the task it held).
+    "git-repositories-sweep": {
+        "task": "gitintegration.tasks.repositories_sweep",
+        "schedule": GIT_SYNC_SWEEP_SECONDS,
+    },
+    "comment-mentions-sweep": {
+        "task": "comments.tasks.mentions_sweep",
+        "schedule": MENTIONS_SWEEP_SECONDS,
     },
 }
 CELERY_TIMEZONE = "UTC"

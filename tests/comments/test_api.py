@@ -511,3 +511,31 @@ def test_a_changed_handle_is_the_one_mentioned(
     with django_capture_on_commit_callbacks(execute=True):
         comment_of(api.developer, issue, "@viewer and @Vic")
     assert [message.to[0] for message in mail.outbox] == ["viewer@acme.test"]
+
+
+def test_mention_emails_a_killed_worker_left_unsent_are_sent_once_by_the_sweep(
+    api, world, issue, settings
+):
+    """The comment's task never ran (lost with its worker): its mentions are emailed by the
+    sweep once MENTIONS_SWEEP_GRACE_SECONDS have passed, and by no later sweep."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from comments.services import mentions_sweep
+
+    settings.MENTIONS_SWEEP_GRACE_SECONDS = 60
+    comment_of(api.developer, issue, "@owner have a look")  # its task is never run here
+    fresh = comment_of(api.developer, issue, "@viewer and you")
+    assert mail.outbox == [] and Mention.objects.filter(notified_at=None).count() == 2
+    assert mentions_sweep() == 0, "within the grace its own task may be on its way"
+
+    Mention.objects.exclude(comment_id=fresh["id"]).update(
+        created_at=timezone.now() - timedelta(seconds=61)
+    )
+    assert mentions_sweep() == 1
+    assert [message.to[0] for message in mail.outbox] == ["owner@acme.test"]
+    assert mentions_sweep() == 0
+    assert len(mail.outbox) == 1
+    assert Mention.objects.get(user=world.owner).notified_at is not None
+    assert Mention.objects.get(user=world.viewer).notified_at is None

@@ -490,3 +490,52 @@ def test_beat_removes_the_mirrors_of_deleted_projects(api, world, synced, git_st
     repositories_sync_all()
     assert not (git_storage / f"{doomed.pk}.git").exists()
     assert (git_storage / f"{synced.pk}.git").exists()
+
+
+# Syncs left undone by a killed worker ---------------------------------------------------------
+
+
+def test_a_sync_nobody_works_on_is_queued_again_once_and_one_in_progress_is_not(
+    api, world, origin, settings
+):
+    """A repository left ``syncing`` past GIT_SYNC_STUCK_SECONDS (its worker was killed) is
+    synced by the sweep; one whose sync started just now is left alone; a second sweep
+    right after takes nothing (the first took its lease)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gitintegration.services import repositories_sync_stuck
+
+    settings.GIT_SYNC_STUCK_SECONDS = 60
+    lost = Repository.objects.get(
+        pk=assert_ok(register(api.owner, world.project, origin.url), 201)["data"]["id"]
+    )
+    running = Repository.objects.get(
+        pk=assert_ok(register(api.owner, world.project, origin.url, name="other"), 201)["data"][
+            "id"
+        ]
+    )
+    long_ago = timezone.now() - timedelta(seconds=61)
+    Repository.objects.filter(pk=lost.pk).update(sync_status="syncing", updated_at=long_ago)
+    Repository.objects.filter(pk=running.pk).update(
+        sync_status="syncing", updated_at=timezone.now()
+    )
+
+    assert repositories_sync_stuck() == [lost.pk]  # queued, and run here (eagerly)
+    lost.refresh_from_db()
+    assert lost.sync_status == Repository.SyncStatus.SYNCED
+    assert Branch.objects.filter(repository=lost).count() == len(origin.branches())
+    assert Repository.objects.get(pk=running.pk).sync_status == "syncing"
+    assert not Branch.objects.filter(repository=running).exists()
+
+    Repository.objects.filter(pk=lost.pk).update(sync_status="pending", updated_at=long_ago)
+    with pytest.MonkeyPatch.context() as patch:
+        queued: list[int] = []
+        from gitintegration import tasks
+
+        patch.setattr(tasks.repository_sync_task, "delay", lambda **kw: queued.append(kw))
+        assert repositories_sync_stuck() == [lost.pk]
+        assert repositories_sync_stuck() == [], "the first sweep holds it for another period"
+    assert queued == [{"repository_id": lost.pk}]
+    assert Repository.objects.get(pk=lost.pk).updated_at > long_ago

@@ -513,3 +513,43 @@ def test_a_secret_kept_under_the_public_key_survives_the_upgrade(api, world, rec
     create_issue(api, world.project)
     [request] = receiver.wait_for(1)
     verify_both_signatures(request)
+
+
+def test_a_sweep_queues_a_few_batches_and_a_fair_share_of_each_webhook(world, monkeypatch):
+    """A receiver down all day leaves thousands due: the sweep queues them in batches by
+    webhook (not a task each, ahead of everyone's next event), at most SWEEP_PER_WEBHOOK of
+    one webhook, so another's due delivery goes in the same sweep."""
+    from tests.factories import WebhookFactory
+
+    flooded = WebhookFactory(project=world.project)
+    quiet = WebhookFactory(project=world.other_project)
+    long_ago = timezone.now() - timedelta(hours=1)
+    events = Event.objects.bulk_create(
+        [Event(type="issue.created", workspace_id=world.acme.pk) for _ in range(130)]
+    )
+    Delivery.objects.bulk_create(
+        [
+            Delivery(webhook=flooded, event=event, next_attempt_at=long_ago, attempts=1)
+            for event in events[:120]
+        ]
+        + [
+            Delivery(
+                webhook=quiet,
+                event=events[120],
+                next_attempt_at=timezone.now() - timedelta(minutes=1),
+            )
+        ]
+    )
+    queued: list[tuple[str, dict]] = []
+    monkeypatch.setattr(
+        services, "_enqueue", lambda task, countdown=None, **kw: queued.append((task, kw)) or True
+    )
+    assert services.deliveries_sweep() == {
+        "events": 0,
+        "deliveries": services.SWEEP_PER_WEBHOOK + 1,
+    }
+    assert [task for task, _ in queued] == ["notifications.tasks.webhook_deliver"]
+    [(_, kwargs)] = queued
+    sent = Delivery.objects.filter(pk__in=kwargs["delivery_ids"])
+    assert sent.filter(webhook=quiet).count() == 1
+    assert sent.filter(webhook=flooded).count() == services.SWEEP_PER_WEBHOOK
