@@ -281,16 +281,26 @@ def _token_pair(user: User, *, session: str | None = None) -> dict[str, Any]:
     }
 
 
-def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict[str, Any]:
-    """Sign in; repeated failures for the email or from ``client_address`` are slowed, then
-    refused for a while (``login_protection``), before the password is even checked."""
+def auth_credentials_check(
+    *, email: str, password: str, client_address: str | None = None, request: Any = None
+) -> User:
+    """The user these credentials sign in, for every sign-in form (the API's login and the
+    admin's): repeated failures for the email or from ``client_address`` are slowed, then
+    refused for a while (``login_protection``, ``RateLimited``), before the password is even
+    checked; wrong credentials are ``Unauthorized``."""
     email = (email or "").strip().lower()
     login_protection.login_check(email=email, address=client_address)
-    user = authenticate(email=email, password=password)
+    user = authenticate(request, email=email, password=password)
     if user is None:
         login_protection.login_failure_record(email=email, address=client_address)
         raise Unauthorized("Invalid email or password.")
     login_protection.login_failures_clear(email=email)
+    return user
+
+
+def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict[str, Any]:
+    """Sign in to the API: a new session's token pair (see ``auth_credentials_check``)."""
+    user = auth_credentials_check(email=email, password=password, client_address=client_address)
     return _token_pair(user)
 
 
