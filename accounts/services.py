@@ -1,5 +1,6 @@
 """Writes for users, workspaces, memberships, API keys, invitations and JWT sessions."""
 
+import logging
 import re
 import secrets
 import time
@@ -34,6 +35,8 @@ from . import keys, login_protection, signals, token_denylist
 from .handles import HANDLE_RE, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 from .records import invitation_record
+
+logger = logging.getLogger("collab.auth")
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -304,11 +307,34 @@ def auth_login(*, email: str, password: str, client_address: str | None = None) 
     return _token_pair(user)
 
 
+class _SignedRefreshToken(RefreshToken):
+    """A refresh token checked for its signature, type and expiry, not yet for being spent:
+    ``_refresh_token_claim`` decides that, atomically, and a spent one coming back is a replay
+    to look at (``_refresh_token_replayed``), not just a bad token."""
+
+    def check_blacklist(self) -> None:
+        pass
+
+
 def _refresh_token_parse(raw: str) -> RefreshToken:
     try:
-        return RefreshToken(raw)  # type: ignore[arg-type]  # it decodes a string too
+        return _SignedRefreshToken(raw)  # type: ignore[arg-type]  # it decodes a string too
     except TokenError:
         raise Unauthorized("Invalid or expired refresh token.") from None
+
+
+class _SpentRefreshToken(Unauthorized):
+    """A refresh token presented again after it was rotated or revoked."""
+
+    def __init__(self, outstanding: OutstandingToken):
+        super().__init__("This refresh token has already been used or revoked.")
+        self.outstanding = outstanding
+
+
+def _session_of(token: RefreshToken) -> str:
+    """The sign-in session a refresh token belongs to: its ``sid`` claim, or for a token minted
+    without one (``RefreshToken.for_user``) its own id, which the pairs refreshed from it keep."""
+    return token.get(token_denylist.SESSION_CLAIM) or token[jwt_settings.JTI_CLAIM]
 
 
 def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
@@ -324,18 +350,55 @@ def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
         with transaction.atomic():
             BlacklistedToken.objects.create(token=outstanding)
     except IntegrityError:
-        raise Unauthorized("This refresh token has already been used or revoked.") from None
+        raise _SpentRefreshToken(outstanding) from None
     return outstanding
+
+
+def _refresh_token_replayed(*, outstanding: OutstandingToken, session: str) -> None:
+    """A spent refresh token came back. Within ``JWT_REFRESH_REUSE_GRACE_SECONDS`` of its
+    rotation it is a client's retry or a race (two tabs refreshing at once) and ends nothing;
+    later, someone else holds a copy of it, and the whole session ends: every refresh token
+    descended from the login and every access token issued in it (OAuth 2.0 Security BCP,
+    refresh token rotation)."""
+    spent_at = (
+        BlacklistedToken.objects.filter(token=outstanding)
+        .values_list("blacklisted_at", flat=True)
+        .first()
+    )
+    if spent_at is None:
+        return
+    age = (timezone.now() - spent_at).total_seconds()
+    if age <= settings.JWT_REFRESH_REUSE_GRACE_SECONDS:
+        return
+    lifetimes = (jwt_settings.REFRESH_TOKEN_LIFETIME, jwt_settings.ACCESS_TOKEN_LIFETIME)
+    # Every token of the session was issued by now, so none outlives this (a second of margin).
+    until = int(time.time()) + int(max(lifetimes).total_seconds()) + 1
+    with transaction.atomic():
+        token_denylist.session_end(session=session, until=until)
+    logger.warning(
+        "Refresh token reuse: user %s presented a refresh token %.0f s after it was spent; "
+        "the session is ended.",
+        outstanding.user_id,
+        age,
+    )
 
 
 def auth_refresh(*, refresh_token: str) -> dict[str, Any]:
     token = _refresh_token_parse(refresh_token)
-    with transaction.atomic():
-        outstanding = _refresh_token_claim(token)
-        user = outstanding.user
-        if user is None or not user.is_active:
-            raise Unauthorized("This account is not active.")
-        return _token_pair(user, session=token.get(token_denylist.SESSION_CLAIM))
+    session = _session_of(token)
+    try:
+        with transaction.atomic():
+            if token_denylist.session_ended(session=session):
+                raise Unauthorized("This session has ended.")
+            outstanding = _refresh_token_claim(token)
+            user = outstanding.user
+            if user is None or not user.is_active:
+                raise Unauthorized("This account is not active.")
+            return _token_pair(user, session=session)
+    except _SpentRefreshToken as spent:
+        # Outside the refused transaction, so the session's end is kept.
+        _refresh_token_replayed(outstanding=spent.outstanding, session=session)
+        raise
 
 
 def _access_token_parse(raw: str | None) -> AccessToken | None:
@@ -370,9 +433,7 @@ def auth_logout(*, refresh_token: str, access_token: str | None = None) -> None:
     # none lives past this; a second of margin for the clock ticking in between.
     session_end = int(time.time()) + int(jwt_settings.ACCESS_TOKEN_LIFETIME.total_seconds()) + 1
     entries: dict[str, int] = {}
-    session = refresh.get(token_denylist.SESSION_CLAIM)
-    if session:
-        entries[f"sid:{session}"] = session_end
+    entries[f"sid:{_session_of(refresh)}"] = session_end
     if access is not None:
         entries[f"jti:{access[jwt_settings.JTI_CLAIM]}"] = int(access["exp"])
     with transaction.atomic():
