@@ -334,7 +334,7 @@ class _SpentRefreshToken(Unauthorized):
 def _session_of(token: RefreshToken) -> str:
     """The sign-in session a refresh token belongs to: its ``sid`` claim, or for a token minted
     without one (``RefreshToken.for_user``) its own id, which the pairs refreshed from it keep."""
-    return token.get(token_denylist.SESSION_CLAIM) or token[jwt_settings.JTI_CLAIM]
+    return str(token.get(token_denylist.SESSION_CLAIM) or token[jwt_settings.JTI_CLAIM])
 
 
 def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
