@@ -74,6 +74,14 @@ def _unique_slug(name: str) -> str:
     return slug
 
 
+def _password_validate(password: str, *, user: User) -> None:
+    """Django's validators (``AUTH_PASSWORD_VALIDATORS``), as a 422 on ``password``."""
+    try:
+        validate_password(password, user=user)
+    except DjangoValidationError as exc:
+        raise ValidationFailed(details={"password": list(exc.messages)}) from None
+
+
 @transaction.atomic
 def workspace_create(*, name: str, owner: User) -> Workspace:
     workspace = Workspace.objects.create(name=name, slug=_unique_slug(name))
@@ -101,6 +109,8 @@ def user_create(
     email = User.objects.normalize_email(email).lower()
     if User.objects.filter(email=email).exists():
         raise ValidationFailed.field("email", "A user with this email already exists.")
+    if password is not None:
+        _password_validate(password, user=User(email=email, name=name))
     user = User.objects.create_user(
         email, password, name=name, is_staff=is_staff, is_superuser=is_staff
     )
@@ -545,10 +555,7 @@ def invitation_accept(*, token: str, name: str, password: str) -> User:
             raise Conflict(f"This invitation is {status}.", details={"status": status})
         user = invitation.user
         if user.status == User.Status.INVITED:
-            try:
-                validate_password(password, user=user)
-            except DjangoValidationError as exc:
-                raise ValidationFailed(details={"password": list(exc.messages)}) from None
+            _password_validate(password, user=user)
             user.set_password(password)
             user.name = name or user.name
             user.status = User.Status.ACTIVE

@@ -14,7 +14,7 @@ from accounts import keys
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
 from tests.factories import (
     PASSWORD,
     MembershipFactory,
@@ -430,6 +430,19 @@ def test_weak_password_is_422(world, invited, password):
     assert Invitation.objects.get(pk=data["id"]).status == "pending"
     # The invitation is still usable with a good password.
     assert_ok(accept(token))
+
+
+@pytest.mark.parametrize("password", BLANK_PASSWORDS)
+def test_a_password_of_whitespace_is_422(world, invited, password):
+    data, token = invited
+
+    error = assert_error(accept(token, password=password), 422, "VALIDATION_ERROR")
+
+    assert list(error["details"]) == ["password"]
+    assert any("blank" in message for message in error["details"]["password"])
+    invitee = User.objects.get(email="new@example.com")
+    assert invitee.status == User.Status.INVITED and not invitee.has_usable_password()
+    assert Invitation.objects.get(pk=data["id"]).status == "pending"
 
 
 @pytest.mark.parametrize(
