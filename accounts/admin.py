@@ -330,8 +330,17 @@ class MembershipAdmin(admin.ModelAdmin):
 class InvitationAdmin(admin.ModelAdmin):
     """Read-only: invitations are made and accepted over the API, with their emails."""
 
-    list_display = ("id", "email", "workspace", "role", "status_now", "expires_at", "created_at")
-    list_filter = ("status", "role")
+    list_display = (
+        "id",
+        "email",
+        "workspace",
+        "role",
+        "status_now",
+        "email_status",
+        "expires_at",
+        "created_at",
+    )
+    list_filter = ("status", "email_status", "role")
     list_select_related = ("workspace",)
     search_fields = ("email", "workspace__name")
     fields = (
@@ -345,6 +354,9 @@ class InvitationAdmin(admin.ModelAdmin):
         "expires_at",
         "accepted_at",
         "created_at",
+        "email_status",
+        "email_error",
+        "email_attempts",
     )
     actions = ["revoke_invitations"]
 

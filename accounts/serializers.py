@@ -138,8 +138,15 @@ class InvitationSerializer(serializers.ModelSerializer):
             "expires_at",
             "created_at",
             "invited_by",
+            "email_status",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "email_status": {
+                "help_text": "Whether the invitation's email went out: queued (being sent or "
+                "retried), sent, or failed (it cannot be sent; see the admin for why)."
+            }
+        }
 
     def get_projects(self, invitation) -> list[int]:
         return sorted(project.pk for project in invitation.projects.all())
