@@ -2,7 +2,7 @@ import random
 
 from celery import shared_task
 
-from . import services
+from . import emails
 
 # Tries of an invitation's email before it is marked failed, and the first wait between
 # them (doubled each time, with jitter, at most an hour): about 30 s, 1, 2, 4, 8 minutes.
@@ -13,7 +13,7 @@ INVITATION_EMAIL_BACKOFF_SECONDS = 30
 @shared_task(bind=True, max_retries=INVITATION_EMAIL_RETRIES)
 def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
     retries = self.request.retries
-    again = services.invitation_email_send(
+    again = emails.invitation_email_send(
         invitation_id=invitation_id, token=token, last_attempt=retries >= self.max_retries
     )
     if again:

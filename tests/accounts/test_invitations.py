@@ -13,8 +13,7 @@ from django.core.mail import send_mail as django_send_mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import keys, tasks
-from accounts import services as account_services
+from accounts import emails, keys, tasks
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
@@ -633,7 +632,7 @@ def test_a_transient_failure_is_retried_until_the_email_leaves(
     api, world, invite, monkeypatch, caplog, eager_retries
 ):
     flaky = FlakyMail(ConnectionRefusedError("no SMTP server"), smtplib.SMTPServerDisconnected())
-    monkeypatch.setattr(account_services, "send_mail", flaky)
+    monkeypatch.setattr(emails, "send_mail", flaky)
 
     with caplog.at_level(logging.WARNING, logger="collab.auth"):
         data = assert_ok(invite(), 201)["data"]
@@ -649,7 +648,7 @@ def test_a_transient_failure_is_retried_until_the_email_leaves(
 def test_an_email_failing_on_every_try_ends_failed(api, world, invite, monkeypatch, eager_retries):
     tries = tasks.INVITATION_EMAIL_RETRIES + 1
     flaky = FlakyMail(*[TimeoutError("timed out") for _ in range(tries + 5)])
-    monkeypatch.setattr(account_services, "send_mail", flaky)
+    monkeypatch.setattr(emails, "send_mail", flaky)
 
     data = assert_ok(invite(), 201)["data"]
 
@@ -670,7 +669,7 @@ def test_an_email_failing_on_every_try_ends_failed(api, world, invite, monkeypat
 )
 def test_a_permanent_smtp_refusal_is_not_retried(api, world, invite, monkeypatch, error):
     flaky = FlakyMail(error)
-    monkeypatch.setattr(account_services, "send_mail", flaky)
+    monkeypatch.setattr(emails, "send_mail", flaky)
 
     data = assert_ok(invite(), 201)["data"]
 
