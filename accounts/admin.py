@@ -8,6 +8,7 @@ once saving has started, so every rule a service enforces is also checked in the
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.contrib.auth.forms import BaseUserCreationForm
 from django.contrib.auth.forms import UserChangeForm as BaseUserChangeForm
@@ -15,7 +16,8 @@ from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
-from collab.api.exceptions import Conflict
+from collab.api.exceptions import Conflict, RateLimited, Unauthorized
+from collab.api.ratelimit import client_address
 from collab.api.scopes import ALL_SCOPES
 
 from . import services
@@ -32,6 +34,37 @@ def adopt(target, saved) -> None:
         setattr(target, field.attname, getattr(saved, field.attname))
     target._state.adding = False
     target._state.db = saved._state.db
+
+
+# Signing in ---------------------------------------------------------------------------------
+
+
+class AdminLoginForm(AdminAuthenticationForm):
+    """The admin's sign-in, behind the API login's protection (``accounts.login_protection``):
+    the same counters per email and per address, so guesses made here and at
+    ``/v1/auth/login`` add up, and a locked email or address is refused here too, even with
+    the right password, before the password is checked."""
+
+    def clean(self):
+        email = self.cleaned_data.get("username")
+        password = self.cleaned_data.get("password")
+        if email is not None and password:
+            try:
+                self.user_cache = services.auth_credentials_check(
+                    email=email,
+                    password=password,
+                    client_address=client_address(self.request),
+                    request=self.request,
+                )
+            except RateLimited as refused:
+                raise forms.ValidationError(refused.message, code="rate_limited") from None
+            except Unauthorized:
+                raise self.get_invalid_login_error() from None
+            self.confirm_login_allowed(self.user_cache)
+        return self.cleaned_data
+
+
+admin.site.login_form = AdminLoginForm
 
 
 # Users ----------------------------------------------------------------------------------
@@ -297,8 +330,17 @@ class MembershipAdmin(admin.ModelAdmin):
 class InvitationAdmin(admin.ModelAdmin):
     """Read-only: invitations are made and accepted over the API, with their emails."""
 
-    list_display = ("id", "email", "workspace", "role", "status_now", "expires_at", "created_at")
-    list_filter = ("status", "role")
+    list_display = (
+        "id",
+        "email",
+        "workspace",
+        "role",
+        "status_now",
+        "email_status",
+        "expires_at",
+        "created_at",
+    )
+    list_filter = ("status", "email_status", "role")
     list_select_related = ("workspace",)
     search_fields = ("email", "workspace__name")
     fields = (
@@ -312,6 +354,9 @@ class InvitationAdmin(admin.ModelAdmin):
         "expires_at",
         "accepted_at",
         "created_at",
+        "email_status",
+        "email_error",
+        "email_attempts",
     )
     actions = ["revoke_invitations"]
 

@@ -169,7 +169,15 @@ class ApiKey(models.Model):
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
 
 
+class EmailStatus(models.TextChoices):
+    QUEUED = "queued"
+    SENT = "sent"
+    FAILED = "failed"
+
+
 class Invitation(models.Model):
+    EmailStatus = EmailStatus
+
     class Status(models.TextChoices):
         PENDING = "pending"
         ACCEPTED = "accepted"
@@ -191,6 +199,13 @@ class Invitation(models.Model):
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Whether the invitation's email went out (accounts.services.invitation_email_send): an
+    # email that cannot be sent is retried, then marked failed, never lost without a trace.
+    email_status = models.CharField(
+        max_length=16, choices=EmailStatus.choices, default=EmailStatus.QUEUED
+    )
+    email_error = models.CharField(max_length=500, blank=True)
+    email_attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-id"]

@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from collab.api.fields import SingleLineCharField
 from collab.api.scopes import ALL_SCOPES
 
 from .handles import HANDLE_MAX_LENGTH, HANDLE_RULE
@@ -30,8 +31,8 @@ class MeSerializer(serializers.ModelSerializer):
 class MeUpdateSerializer(serializers.Serializer):
     """What a user changes of themselves: how they are shown and mentioned."""
 
-    name = serializers.CharField(max_length=150, allow_blank=True)
-    handle = serializers.CharField(
+    name = SingleLineCharField(max_length=150, allow_blank=True)
+    handle = SingleLineCharField(
         max_length=HANDLE_MAX_LENGTH, help_text=f"{HANDLE_RULE} Matched case-insensitively."
     )
 
@@ -51,7 +52,7 @@ class WorkspaceSerializer(serializers.ModelSerializer):
 
 
 class WorkspaceCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = SingleLineCharField(max_length=200)
 
 
 class MembershipUpdateSerializer(serializers.Serializer):
@@ -89,14 +90,14 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
 
 class ApiKeyCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = SingleLineCharField(max_length=100)
     # Not a ListField of choices: an unknown scope is reported on ``scopes`` itself
     # (``details.scopes``), not on ``scopes.0``.
     scopes = serializers.MultipleChoiceField(
         choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
     )
     # camelCase to match the documented client library: CONTRACT section 4.
-    expiresIn = serializers.CharField(  # noqa: N815
+    expiresIn = SingleLineCharField(  # noqa: N815
         required=False, allow_null=True, default="1y", max_length=32
     )
 
@@ -137,8 +138,15 @@ class InvitationSerializer(serializers.ModelSerializer):
             "expires_at",
             "created_at",
             "invited_by",
+            "email_status",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "email_status": {
+                "help_text": "Whether the invitation's email went out: queued (being sent or "
+                "retried), sent, or failed (it cannot be sent; see the admin for why)."
+            }
+        }
 
     def get_projects(self, invitation) -> list[int]:
         return sorted(project.pk for project in invitation.projects.all())
@@ -154,7 +162,7 @@ class InvitationCreateSerializer(serializers.Serializer):
 
 class InvitationAcceptSerializer(serializers.Serializer):
     token = serializers.CharField(max_length=200)
-    name = serializers.CharField(max_length=150, required=False, allow_blank=True, default="")
+    name = SingleLineCharField(max_length=150, required=False, allow_blank=True, default="")
     password = serializers.CharField(max_length=4096, trim_whitespace=False)
 
 

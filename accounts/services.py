@@ -1,5 +1,6 @@
 """Writes for users, workspaces, memberships, API keys, invitations and JWT sessions."""
 
+import logging
 import re
 import secrets
 import time
@@ -35,6 +36,8 @@ from . import keys, login_protection, signals, token_denylist
 from .handles import HANDLE_RE, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 from .records import invitation_record
+
+logger = logging.getLogger("collab.auth")
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -72,6 +75,14 @@ def _unique_slug(name: str) -> str:
     return slug
 
 
+def _password_validate(password: str, *, user: User) -> None:
+    """Django's validators (``AUTH_PASSWORD_VALIDATORS``), as a 422 on ``password``."""
+    try:
+        validate_password(password, user=user)
+    except DjangoValidationError as exc:
+        raise ValidationFailed(details={"password": list(exc.messages)}) from None
+
+
 @transaction.atomic
 def workspace_create(*, name: str, owner: User) -> Workspace:
     workspace = Workspace.objects.create(name=name, slug=_unique_slug(name))
@@ -99,6 +110,8 @@ def user_create(
     email = User.objects.normalize_email(email).lower()
     if User.objects.filter(email=email).exists():
         raise ValidationFailed.field("email", "A user with this email already exists.")
+    if password is not None:
+        _password_validate(password, user=User(email=email, name=name))
     user = User.objects.create_user(
         email, password, name=name, is_staff=is_staff, is_superuser=is_staff
     )
@@ -284,24 +297,57 @@ def _token_pair(user: User, *, session: str | None = None) -> dict[str, Any]:
     }
 
 
-def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict[str, Any]:
-    """Sign in; repeated failures for the email or from ``client_address`` are slowed, then
-    refused for a while (``login_protection``), before the password is even checked."""
+def auth_credentials_check(
+    *, email: str, password: str, client_address: str | None = None, request: Any = None
+) -> User:
+    """The user these credentials sign in, for every sign-in form (the API's login and the
+    admin's): repeated failures for the email or from ``client_address`` are slowed, then
+    refused for a while (``login_protection``, ``RateLimited``), before the password is even
+    checked; wrong credentials are ``Unauthorized``."""
     email = (email or "").strip().lower()
     login_protection.login_check(email=email, address=client_address)
-    user = authenticate(email=email, password=password)
+    user = authenticate(request, email=email, password=password)
     if user is None:
         login_protection.login_failure_record(email=email, address=client_address)
         raise Unauthorized("Invalid email or password.")
     login_protection.login_failures_clear(email=email)
+    return user
+
+
+def auth_login(*, email: str, password: str, client_address: str | None = None) -> dict[str, Any]:
+    """Sign in to the API: a new session's token pair (see ``auth_credentials_check``)."""
+    user = auth_credentials_check(email=email, password=password, client_address=client_address)
     return _token_pair(user)
+
+
+class _SignedRefreshToken(RefreshToken):
+    """A refresh token checked for its signature, type and expiry, not yet for being spent:
+    ``_refresh_token_claim`` decides that, atomically, and a spent one coming back is a replay
+    to look at (``_refresh_token_replayed``), not just a bad token."""
+
+    def check_blacklist(self) -> None:
+        pass
 
 
 def _refresh_token_parse(raw: str) -> RefreshToken:
     try:
-        return RefreshToken(raw)  # type: ignore[arg-type]  # it decodes a string too
+        return _SignedRefreshToken(raw)  # type: ignore[arg-type]  # it decodes a string too
     except TokenError:
         raise Unauthorized("Invalid or expired refresh token.") from None
+
+
+class _SpentRefreshToken(Unauthorized):
+    """A refresh token presented again after it was rotated or revoked."""
+
+    def __init__(self, outstanding: OutstandingToken):
+        super().__init__("This refresh token has already been used or revoked.")
+        self.outstanding = outstanding
+
+
+def _session_of(token: RefreshToken) -> str:
+    """The sign-in session a refresh token belongs to: its ``sid`` claim, or for a token minted
+    without one (``RefreshToken.for_user``) its own id, which the pairs refreshed from it keep."""
+    return str(token.get(token_denylist.SESSION_CLAIM) or token[jwt_settings.JTI_CLAIM])
 
 
 def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
@@ -317,18 +363,55 @@ def _refresh_token_claim(token: RefreshToken) -> OutstandingToken:
         with transaction.atomic():
             BlacklistedToken.objects.create(token=outstanding)
     except IntegrityError:
-        raise Unauthorized("This refresh token has already been used or revoked.") from None
+        raise _SpentRefreshToken(outstanding) from None
     return outstanding
+
+
+def _refresh_token_replayed(*, outstanding: OutstandingToken, session: str) -> None:
+    """A spent refresh token came back. Within ``JWT_REFRESH_REUSE_GRACE_SECONDS`` of its
+    rotation it is a client's retry or a race (two tabs refreshing at once) and ends nothing;
+    later, someone else holds a copy of it, and the whole session ends: every refresh token
+    descended from the login and every access token issued in it (OAuth 2.0 Security BCP,
+    refresh token rotation)."""
+    spent_at = (
+        BlacklistedToken.objects.filter(token=outstanding)
+        .values_list("blacklisted_at", flat=True)
+        .first()
+    )
+    if spent_at is None:
+        return
+    age = (timezone.now() - spent_at).total_seconds()
+    if age <= settings.JWT_REFRESH_REUSE_GRACE_SECONDS:
+        return
+    lifetimes = (jwt_settings.REFRESH_TOKEN_LIFETIME, jwt_settings.ACCESS_TOKEN_LIFETIME)
+    # Every token of the session was issued by now, so none outlives this (a second of margin).
+    until = int(time.time()) + int(max(lifetimes).total_seconds()) + 1
+    with transaction.atomic():
+        token_denylist.session_end(session=session, until=until)
+    logger.warning(
+        "Refresh token reuse: user %s presented a refresh token %.0f s after it was spent; "
+        "the session is ended.",
+        outstanding.user_id,
+        age,
+    )
 
 
 def auth_refresh(*, refresh_token: str) -> dict[str, Any]:
     token = _refresh_token_parse(refresh_token)
-    with transaction.atomic():
-        outstanding = _refresh_token_claim(token)
-        user = outstanding.user
-        if user is None or not user.is_active:
-            raise Unauthorized("This account is not active.")
-        return _token_pair(user, session=token.get(token_denylist.SESSION_CLAIM))
+    session = _session_of(token)
+    try:
+        with transaction.atomic():
+            if token_denylist.session_ended(session=session):
+                raise Unauthorized("This session has ended.")
+            outstanding = _refresh_token_claim(token)
+            user = outstanding.user
+            if user is None or not user.is_active:
+                raise Unauthorized("This account is not active.")
+            return _token_pair(user, session=session)
+    except _SpentRefreshToken as spent:
+        # Outside the refused transaction, so the session's end is kept.
+        _refresh_token_replayed(outstanding=spent.outstanding, session=session)
+        raise
 
 
 def _access_token_parse(raw: str | None) -> AccessToken | None:
@@ -363,9 +446,7 @@ def auth_logout(*, refresh_token: str, access_token: str | None = None) -> None:
     # none lives past this; a second of margin for the clock ticking in between.
     session_end = int(time.time()) + int(jwt_settings.ACCESS_TOKEN_LIFETIME.total_seconds()) + 1
     entries: dict[str, int] = {}
-    session = refresh.get(token_denylist.SESSION_CLAIM)
-    if session:
-        entries[f"sid:{session}"] = session_end
+    entries[f"sid:{_session_of(refresh)}"] = session_end
     if access is not None:
         entries[f"jti:{access[jwt_settings.JTI_CLAIM]}"] = int(access["exp"])
     with transaction.atomic():
@@ -477,10 +558,7 @@ def invitation_accept(*, token: str, name: str, password: str) -> User:
             raise Conflict(f"This invitation is {status}.", details={"status": status})
         user = invitation.user
         if user.status == User.Status.INVITED:
-            try:
-                validate_password(password, user=user)
-            except DjangoValidationError as exc:
-                raise ValidationFailed(details={"password": list(exc.messages)}) from None
+            _password_validate(password, user=user)
             user.set_password(password)
             user.name = name or user.name
             user.status = User.Status.ACTIVE

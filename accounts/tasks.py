@@ -1,35 +1,24 @@
+import random
+
 from celery import shared_task
-from django.conf import settings
-from django.core.mail import send_mail
 
-from .models import Invitation
+from . import emails
+
+# Tries of an invitation's email before it is marked failed, and the first wait between
+# them (doubled each time, with jitter, at most an hour): about 30 s, 1, 2, 4, 8 minutes.
+INVITATION_EMAIL_RETRIES = 5
+INVITATION_EMAIL_BACKOFF_SECONDS = 30
 
 
-@shared_task(autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
-def invitation_send_email(*, invitation_id: int, token: str) -> None:
-    invitation = (
-        Invitation.objects.select_related("workspace", "invited_by")
-        .filter(pk=invitation_id, status=Invitation.Status.PENDING)
-        .first()
+@shared_task(bind=True, max_retries=INVITATION_EMAIL_RETRIES)
+def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
+    retries = self.request.retries
+    again = emails.invitation_email_send(
+        invitation_id=invitation_id, token=token, last_attempt=retries >= self.max_retries
     )
-    if invitation is None:
-        return
-    inviter = invitation.invited_by
-    who = (inviter.name or inviter.email) if inviter else "Someone"
-    link = f"{settings.PUBLIC_BASE_URL}/accept-invitation?token={token}"
-    send_mail(
-        subject=f"{who} invited you to {invitation.workspace.name} on Collab",
-        message=(
-            f"{who} invited you to join the workspace {invitation.workspace.name} "
-            f"as {invitation.role}.\n\n"
-            f"Accept with this token before {invitation.expires_at:%Y-%m-%d %H:%M} UTC:\n\n"
-            f"    {token}\n\n"
-            f'POST /v1/invitations/accept with {{"token", "name", "password"}}, '
-            f"or open {link}\n"
-        ),
-        from_email=None,
-        recipient_list=[invitation.email],
-    )
+    if again:
+        delay = min(INVITATION_EMAIL_BACKOFF_SECONDS * 2**retries, 3600)
+        raise self.retry(countdown=delay + random.uniform(0, delay / 2))  # noqa: S311  # jitter
 
 
 @shared_task

@@ -103,9 +103,13 @@ class RedisDenylist:
 
     def add(self, entries: Mapping[str, int]) -> None:
         # Errors propagate: the logout fails rather than leave Redis without the entry.
+        # An entry already there keeps the later of its two ends (EXPIREAT GT, Redis 7): a
+        # logout's end of a session must not shorten a replay's (``session_end``).
         pipe = self.client.pipeline(transaction=False)
         for entry, expires_at in entries.items():
-            pipe.set(f"{REDIS_KEY_PREFIX}{entry}", 1, exat=expires_at)
+            key = f"{REDIS_KEY_PREFIX}{entry}"
+            pipe.set(key, 1, exat=expires_at, nx=True)
+            pipe.expireat(key, expires_at, gt=True)
         pipe.execute()
 
     def has_any(self, entries: list[str]) -> bool:
@@ -172,6 +176,23 @@ def denylist_add(*, entries: Mapping[str, int]) -> None:
         ignore_conflicts=True,
     )
     store().add(entries)
+
+
+def session_end(*, session: str, until: int) -> None:
+    """End a whole session until ``until`` (Unix seconds): its access tokens, and the refresh
+    tokens asked about with ``session_ended``. An earlier end of the same session (a logout's,
+    which needs to outlast only access tokens) is pushed back to ``until``."""
+    entry = f"sid:{session}"
+    DeniedToken.objects.filter(key=entry, expires_at__lt=datetime_from_epoch(until)).update(
+        expires_at=datetime_from_epoch(until)
+    )
+    denylist_add(entries={entry: until})
+
+
+def session_ended(*, session: str) -> bool:
+    """Whether the session has been ended. Asked on a refresh, rare enough to ask the
+    database (the record) whatever the store."""
+    return DeniedToken.objects.filter(key=f"sid:{session}", expires_at__gt=timezone.now()).exists()
 
 
 def access_token_user(token: Token) -> tuple[User | None, bool]:

@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from collab.api.fields import SingleLineCharField, single_line
+
 from .models import PullRequest, Repository, Review
 
 MERGE_METHODS = ("merge", "squash", "fast_forward")
@@ -35,11 +37,13 @@ class RepositoryInputSerializer(serializers.Serializer):
     name = serializers.RegexField(
         r"^[A-Za-z0-9._-]+$",
         max_length=100,
+        validators=[single_line],
         error_messages={"invalid": "Letters, digits, '.', '_' and '-' only."},
     )
     clone_url = serializers.RegexField(
         CLONE_URL_PATTERN,
         max_length=2000,
+        validators=[single_line],
         help_text="An https://, ssh:// or git:// URL, `user@host:path`, or (where the server "
         "allows local repositories) an absolute path or file:// URL.",
         error_messages={"invalid": "Enter a URL git can fetch."},
@@ -85,14 +89,14 @@ class PullRequestSerializer(serializers.Serializer):
 
 
 class PullRequestInputSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=500)
-    head = serializers.CharField(max_length=255)
-    base = serializers.CharField(max_length=255)
+    title = SingleLineCharField(max_length=500)
+    head = SingleLineCharField(max_length=255)
+    base = SingleLineCharField(max_length=255)
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class PullRequestUpdateSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=500, required=False)
+    title = SingleLineCharField(max_length=500, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     state = serializers.ChoiceField(
         choices=["open", "closed"],

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from collab.api.bulk import MAX_ITEMS
-from collab.api.fields import EmptyAsNullCharField
+from collab.api.fields import EmptyAsNullCharField, SingleLineCharField
 from collab.api.routers import MAX_ID
 
 from .models import IssueType, Label, Priority, Status
@@ -47,7 +47,7 @@ class IssueSerializer(serializers.Serializer):
 class IssueInputSerializer(serializers.Serializer):
     """POST and PUT send every writable field (omitted ones take their defaults); PATCH any."""
 
-    title = serializers.CharField(max_length=500)
+    title = SingleLineCharField(max_length=500)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     type = serializers.ChoiceField(choices=IssueType.choices, default=IssueType.TASK)
     priority = serializers.ChoiceField(choices=Priority.choices, default=Priority.MEDIUM)
@@ -56,7 +56,7 @@ class IssueInputSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, min_value=1
     )
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=LABEL_NAME_MAX),
+        child=SingleLineCharField(max_length=LABEL_NAME_MAX),
         required=False,
         default=list,
         max_length=50,
@@ -85,7 +85,7 @@ class LabelSerializer(serializers.ModelSerializer):
 
 
 class LabelInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=LABEL_NAME_MAX)
+    name = SingleLineCharField(max_length=LABEL_NAME_MAX)
     color = serializers.RegexField(
         COLOR_PATTERN,
         required=False,

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from collab.api.fields import EmptyAsNullCharField
+from collab.api.fields import EmptyAsNullCharField, SingleLineCharField, single_line
 from collab.api.renderers import iso_z
 
 from .models import Delivery
@@ -35,10 +35,11 @@ class WebhookInputSerializer(serializers.Serializer):
     url = serializers.RegexField(
         WEBHOOK_URL_PATTERN,
         max_length=2000,
+        validators=[single_line],
         error_messages={"invalid": "Give an http:// or https:// URL with a host."},
     )
     events = serializers.ListField(
-        child=serializers.CharField(max_length=64), min_length=1, max_length=100
+        child=SingleLineCharField(max_length=64), min_length=1, max_length=100
     )
     secret = serializers.CharField(
         required=False,

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from accounts.models import Role, User
+from collab.api.fields import SingleLineCharField
 
 from .models import Project
 
@@ -33,7 +34,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 class ProjectCreateSerializer(serializers.Serializer):
     workspace_id = serializers.IntegerField(required=False, min_value=1)
-    name = serializers.CharField(max_length=200)
+    name = SingleLineCharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     visibility = serializers.ChoiceField(
         choices=Project.Visibility.choices, default=Project.Visibility.PRIVATE
@@ -43,7 +44,7 @@ class ProjectCreateSerializer(serializers.Serializer):
 class ProjectUpdateSerializer(serializers.Serializer):
     """PUT sends every writable field (omitted ones fall back to defaults); PATCH any subset."""
 
-    name = serializers.CharField(max_length=200)
+    name = SingleLineCharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     visibility = serializers.ChoiceField(
         choices=Project.Visibility.choices, default=Project.Visibility.PRIVATE

@@ -123,3 +123,8 @@ def assert_ok(response, status: int = 200):
     assert body["success"] is True
     assert "data" in body
     return body
+
+
+# Passwords of whitespace alone: long enough, not common, not numeric, and refused everywhere a
+# password is set (accounts.passwords.NotBlankValidator).
+BLANK_PASSWORDS = [" " * 8, " " * 24, "\t" * 10, " \t \u00a0 \u3000  \u2003 "]

@@ -16,7 +16,7 @@ from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspac
 from events.models import Event
 from events.services import event_record
 from projects.models import Project, ProjectMember
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
 from tests.factories import PASSWORD, UserFactory, make_api_key
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
@@ -276,6 +276,8 @@ def test_adding_a_user_takes_an_email_and_the_password_twice(browser, world):
         ("fresh@acme.test", "short", "short", "password2"),
         ("DEV@acme.test", "quartz-meadow-ladder-7", "quartz-meadow-ladder-7", "email"),
         ("not-an-email", "quartz-meadow-ladder-7", "quartz-meadow-ladder-7", "email"),
+        ("fresh@acme.test", " " * 12, " " * 12, "password2"),
+        ("fresh@acme.test", "\t \u3000\u00a0   \t ", "\t \u3000\u00a0   \t ", "password2"),
     ],
 )
 def test_the_user_add_form_rejects_bad_input(browser, world, email, password1, password2, field):
@@ -297,6 +299,18 @@ def test_changing_a_password_in_the_admin(browser, world):
     assert response.status_code == 302
     world.viewer.refresh_from_db()
     assert world.viewer.check_password(password)
+
+
+@pytest.mark.parametrize("password", BLANK_PASSWORDS)
+def test_a_password_of_whitespace_is_refused_in_the_admin(browser, world, password):
+    response = browser.post(
+        reverse("admin:auth_user_password_change", args=[world.viewer.pk]),
+        {"password1": password, "password2": password, "usable_password": "true"},
+    )
+    assert response.status_code == 200
+    assert "blank" in str(response.context["form"].errors["password2"])
+    world.viewer.refresh_from_db()
+    assert world.viewer.check_password(PASSWORD)
 
 
 # Workspaces and memberships ---------------------------------------------------------------

@@ -30,6 +30,7 @@ __all__ = [
     "DeliveryAttempt",
     "DeliveryDetail",
     "DeliveryStatus",
+    "EmailStatus",
     "Event",
     "EventKind",
     "Invitation",
@@ -76,6 +77,7 @@ __all__ = [
 ]
 
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
+EmailStatus = Literal["queued", "sent", "failed"]
 InvitationStatus = Literal["pending", "accepted", "revoked", "expired"]
 IssueStatus = Literal["open", "in_progress", "closed"]
 Method = Literal["merge", "squash", "fast_forward"]
@@ -329,6 +331,7 @@ class Invitation(Model):
     expires_at: str | None = None
     created_at: str | None = None
     invited_by: int | None = None
+    email_status: EmailStatus | None = None
 
 
 @dataclass(kw_only=True)

@@ -1,8 +1,40 @@
 """Serializer fields of the API's own."""
 
+import re
 from typing import Any
 
 from rest_framework import serializers
+
+# C0 (tab, line feed and carriage return included), DEL, C1, and Unicode's line and paragraph
+# separators: nothing a name or a title holds on purpose.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def single_line(value: str) -> None:
+    """Refuse control characters in a one-line text (a name, a title, a handle, a URL).
+
+    A line break in a name travels into places that take one line: an email's subject or
+    headers (where Django refuses it, and the email is lost), a log line, a CSV cell, a git
+    header. Tab is refused too: it is never meant in a name, and it folds headers. Use it as
+    ``validators=[single_line]`` on a field of another class (``RegexField``), or
+    ``SingleLineCharField``.
+    """
+    found = CONTROL_CHARACTERS.search(value)
+    if found:
+        raise serializers.ValidationError(
+            f"Control characters (here U+{ord(found.group()):04X}) are not allowed: "
+            "this field is a single line of text.",
+            code="control_characters",
+        )
+
+
+class SingleLineCharField(serializers.CharField):
+    """A ``CharField`` for one line of text: names, titles, handles (see ``single_line``).
+    Free text (descriptions, bodies) stays a plain ``CharField``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators.append(single_line)
 
 
 class EmptyAsNullCharField(serializers.CharField):

@@ -218,6 +218,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "accounts.passwords.NotBlankValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -265,6 +266,9 @@ SIMPLE_JWT = {
     "USER_ID_FIELD": "id",
     "USER_ID_CLAIM": "user_id",
 }
+# A rotated refresh token presented again later than this after its rotation ends its whole
+# session (accounts.services.auth_refresh); sooner, it is a retry or a race and is only refused.
+JWT_REFRESH_REUSE_GRACE_SECONDS = env.int("JWT_REFRESH_REUSE_GRACE_SECONDS", default=10)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Collab API",

@@ -17,11 +17,12 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import keys
+from accounts import keys, services
 from accounts.models import ApiKey, Membership, Role, User, Workspace
+from collab.api.exceptions import ValidationFailed
 from events.models import Event
 from projects.models import Project, ProjectMember
-from tests.conftest import assert_error, assert_ok
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok
 from tests.factories import PASSWORD, UserFactory, WorkspaceFactory, make_api_key
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
@@ -101,6 +102,8 @@ def test_create_user_without_workspace_and_as_superuser(db):
         (["--email", "new@x.test", "--password", "short"], "too short"),
         (["--email", "new@x.test", "--password", "password123"], "too common"),
         (["--email", "new@x.test", "--password", "84736251940"], "entirely numeric"),
+        (["--email", "new@x.test", "--password", " " * 12], "blank"),
+        (["--email", "new@x.test", "--password", "\t \u3000 \t  \u00a0 "], "blank"),
         (["--email", "not-an-email", "--password", STRONG_PASSWORD], "not a valid email"),
         (
             ["--email", "new@x.test", "--password", STRONG_PASSWORD, "--workspace", "W"]
@@ -478,3 +481,11 @@ def test_bootstrap_rejects_a_bad_port(db, port, message):
     with pytest.raises(CommandError, match=message):
         run("bootstrap", "--port", port)
     assert not User.objects.exists()
+
+
+@pytest.mark.parametrize("password", BLANK_PASSWORDS)
+def test_the_user_create_service_refuses_a_password_of_whitespace(db, password):
+    with pytest.raises(ValidationFailed) as refused:
+        services.user_create(email="new@x.test", password=password)
+    assert list(refused.value.details) == ["password"]
+    assert not User.objects.filter(email="new@x.test").exists()

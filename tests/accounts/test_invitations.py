@@ -1,20 +1,23 @@
 """Invitations: /v1/workspaces/:id/invitations, their email, and /v1/invitations/accept."""
 
+import logging
 import re
+import smtplib
 import time
 from datetime import datetime, timedelta
 
 import pytest
 from django.conf import settings as django_settings
 from django.core import mail
+from django.core.mail import send_mail as django_send_mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import keys
+from accounts import emails, keys, tasks
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
 from tests.factories import (
     PASSWORD,
     MembershipFactory,
@@ -33,6 +36,7 @@ INVITATION_FIELDS = {
     "expires_at",
     "created_at",
     "invited_by",
+    "email_status",
 }
 STRONG_PASSWORD = "violet-Trombone-sunrise-42"
 ACCEPT = "/v1/invitations/accept"
@@ -432,6 +436,19 @@ def test_weak_password_is_422(world, invited, password):
     assert_ok(accept(token))
 
 
+@pytest.mark.parametrize("password", BLANK_PASSWORDS)
+def test_a_password_of_whitespace_is_422(world, invited, password):
+    data, token = invited
+
+    error = assert_error(accept(token, password=password), 422, "VALIDATION_ERROR")
+
+    assert list(error["details"]) == ["password"]
+    assert any("blank" in message for message in error["details"]["password"])
+    invitee = User.objects.get(email="new@example.com")
+    assert invitee.status == User.Status.INVITED and not invitee.has_usable_password()
+    assert Invitation.objects.get(pk=data["id"]).status == "pending"
+
+
 @pytest.mark.parametrize(
     ("body", "field"), [({"password": STRONG_PASSWORD}, "token"), ({"token": "x"}, "password")]
 )
@@ -550,3 +567,111 @@ def test_the_invitation_email_is_sent_by_a_real_worker(settings):
 
 def _mail_to(address: str) -> list:
     return [message for message in mail.outbox if message.to == [address]]
+
+
+# The email's delivery -----------------------------------------------------------------------
+
+
+class FlakyMail:
+    """``send_mail`` failing with each of ``errors`` in turn, then sending."""
+
+    def __init__(self, *errors):
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return django_send_mail(**kwargs)
+
+
+@pytest.fixture
+def eager_retries():
+    """Tasks run in-process re-run at once when they ask for a retry (Celery's eager mode does
+    that only when it does not propagate the task's exceptions)."""
+    from collab.celery import app
+
+    propagates = app.conf.task_eager_propagates
+    app.conf.task_eager_propagates = False
+    yield
+    app.conf.task_eager_propagates = propagates
+
+
+def invitation_listed(api, world, invitation_id) -> dict:
+    listed = assert_ok(api.owner.get(invitations_url(world.acme)))["data"]
+    return next(item for item in listed if item["id"] == invitation_id)
+
+
+def test_a_sent_email_is_marked_sent(api, world, invite):
+    data = assert_ok(invite(), 201)["data"]
+
+    assert data["email_status"] == "queued"  # answered before the email leaves
+    assert invitation_listed(api, world, data["id"])["email_status"] == "sent"
+    invitation = Invitation.objects.get(pk=data["id"])
+    assert (invitation.email_attempts, invitation.email_error) == (1, "")
+
+
+def test_an_email_that_cannot_be_sent_is_marked_failed_not_retried(api, world, invite, caplog):
+    """A line break in the inviter's name (stored before names were checked) makes a header
+    Django refuses: the invitation says so, once, instead of losing the email silently."""
+    User.objects.filter(pk=world.owner.pk).update(name="Olive\r\nBcc: victim@example.com")
+
+    with caplog.at_level(logging.ERROR, logger="collab.auth"):
+        data = assert_ok(invite(), 201)["data"]
+
+    assert mail.outbox == []
+    assert invitation_listed(api, world, data["id"])["email_status"] == "failed"
+    invitation = Invitation.objects.get(pk=data["id"])
+    assert invitation.email_attempts == 1
+    assert invitation.email_error.startswith("BadHeaderError")
+    assert "marked failed" in caplog.text
+
+
+def test_a_transient_failure_is_retried_until_the_email_leaves(
+    api, world, invite, monkeypatch, caplog, eager_retries
+):
+    flaky = FlakyMail(ConnectionRefusedError("no SMTP server"), smtplib.SMTPServerDisconnected())
+    monkeypatch.setattr(emails, "send_mail", flaky)
+
+    with caplog.at_level(logging.WARNING, logger="collab.auth"):
+        data = assert_ok(invite(), 201)["data"]
+
+    assert flaky.calls == 3
+    assert [message.to for message in mail.outbox] == [["new@example.com"]]
+    assert invitation_listed(api, world, data["id"])["email_status"] == "sent"
+    invitation = Invitation.objects.get(pk=data["id"])
+    assert (invitation.email_attempts, invitation.email_error) == (3, "")
+    assert caplog.text.count("tried again") == 2
+
+
+def test_an_email_failing_on_every_try_ends_failed(api, world, invite, monkeypatch, eager_retries):
+    tries = tasks.INVITATION_EMAIL_RETRIES + 1
+    flaky = FlakyMail(*[TimeoutError("timed out") for _ in range(tries + 5)])
+    monkeypatch.setattr(emails, "send_mail", flaky)
+
+    data = assert_ok(invite(), 201)["data"]
+
+    assert flaky.calls == tries
+    assert mail.outbox == []
+    assert invitation_listed(api, world, data["id"])["email_status"] == "failed"
+    invitation = Invitation.objects.get(pk=data["id"])
+    assert invitation.email_attempts == tries
+    assert invitation.email_error.startswith("TimeoutError")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        smtplib.SMTPDataError(554, b"Message rejected"),
+        smtplib.SMTPRecipientsRefused({"new@example.com": (550, b"No such user")}),
+    ],
+)
+def test_a_permanent_smtp_refusal_is_not_retried(api, world, invite, monkeypatch, error):
+    flaky = FlakyMail(error)
+    monkeypatch.setattr(emails, "send_mail", flaky)
+
+    data = assert_ok(invite(), 201)["data"]
+
+    assert flaky.calls == 1
+    assert invitation_listed(api, world, data["id"])["email_status"] == "failed"

@@ -23,19 +23,6 @@ API_KEYS = "/v1/api-keys"
 NEW_KEY = {"name": "after logout", "scopes": ["projects:read"], "expiresIn": "1d"}
 
 
-@pytest.fixture(params=["database", "redis"])
-def backend(request, settings, db):
-    """Runs the test once on each denylist store (the database always keeps the record)."""
-    if request.param == "redis" and not settings.REDIS_URL:
-        pytest.skip("needs REDIS_URL (CI runs it with Redis)")
-    settings.TOKEN_DENYLIST_BACKEND = request.param
-    denylist = token_denylist.store()
-    yield request.param
-    if request.param == "redis":
-        for entry in DeniedToken.objects.values_list("key", flat=True):
-            denylist.client.delete(f"{token_denylist.REDIS_KEY_PREFIX}{entry}")
-
-
 def logout(tokens: dict, *, access: str | None = None):
     client = APIClient() if access is None else bearer(access)
     return client.post(LOGOUT, {"refresh_token": tokens["refresh_token"]}, format="json")

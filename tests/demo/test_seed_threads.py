@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core import mail
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db.models import Count
 from django.utils import timezone
 
@@ -17,7 +18,7 @@ from comments.seeding import THREAD_LENGTHS
 from events.models import Event
 from issues.models import Issue, IssueHistory
 from projects.models import Project, ProjectMember
-from tests.conftest import assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_ok, client_for
 
 PASSWORD = "plum-orbit-lantern-42"
 
@@ -171,3 +172,10 @@ def test_a_named_project_gets_no_threads(db):
     assert "comments" not in out
     assert not Comment.objects.exists()
     assert not Issue.objects.filter(comment_count__gt=0).exists()
+
+
+@pytest.mark.parametrize("password", [*BLANK_PASSWORDS, "short"])
+def test_a_password_the_validators_refuse_seeds_nothing(db, password):
+    with pytest.raises(CommandError, match="--password rejected"):
+        call_command("seed_demo", "--password", password, stdout=StringIO(), stderr=StringIO())
+    assert not User.objects.exists()

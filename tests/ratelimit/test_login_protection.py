@@ -1,6 +1,7 @@
 """Failed sign-ins are slowed, then refused for a while, per email and per client address."""
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts import services
@@ -110,3 +111,62 @@ def test_the_service_refuses_with_a_typed_error(protected, clock, ada):
     with pytest.raises(RateLimited) as refused:
         services.auth_login(email=ada.email, password=PASSWORD)
     assert refused.value.retry_after == 900
+
+
+# The admin's sign-in ------------------------------------------------------------------------
+
+ADMIN_LOGIN = "/admin/login/"
+
+
+@pytest.fixture
+def staff(db):
+    return UserFactory(email="root@example.com", is_staff=True, is_superuser=True)
+
+
+def admin_login(email: str, password: str, address: str = "127.0.0.1"):
+    return Client(REMOTE_ADDR=address).post(
+        ADMIN_LOGIN, {"username": email, "password": password, "next": "/admin/"}
+    )
+
+
+def assert_admin_signed_in(response):
+    assert response.status_code == 302, response.content[:500]
+    assert response["Location"] == "/admin/"
+
+
+def assert_admin_refused(response, reason: str):
+    # The admin's own page for people, with the reason on the form; nobody signed in.
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    errors = response.context["form"].non_field_errors()
+    assert any(reason in error for error in errors), errors
+    assert "_auth_user_id" not in response.wsgi_request.session
+
+
+def test_the_admin_locks_an_email_out_even_with_the_right_password(protected, clock, staff):
+    for attempt in range(5):
+        clock.advance(60 if attempt else 0)  # past each slowdown: five plain failures
+        assert_admin_refused(admin_login(staff.email, "wrong"), "enter the correct email")
+
+    assert_admin_refused(admin_login(staff.email, PASSWORD), "Too many failed sign-ins")
+    # The same lock holds on the API: one mechanism, one set of counters.
+    assert_error(login(staff.email, PASSWORD), 429, "RATE_LIMITED")
+    clock.advance(900)
+    assert_admin_signed_in(admin_login(staff.email, PASSWORD))
+
+
+def test_the_admin_locks_an_address_out(protected, clock, staff):
+    for n in range(20):
+        response = admin_login(f"guess{n % 10}@example.com", f"wrong{n}", "203.0.113.5")
+        assert_admin_refused(response, "enter the correct email")
+        if n == 9:
+            clock.advance(1)
+    assert_admin_refused(admin_login(staff.email, PASSWORD, "203.0.113.5"), "from this address")
+    assert_admin_signed_in(admin_login(staff.email, PASSWORD, "198.51.100.1"))
+
+
+def test_failures_on_the_api_count_against_the_admin(protected, clock, staff):
+    for attempt in range(5):
+        clock.advance(60 if attempt else 0)
+        assert_error(login(staff.email, "wrong"), 401, "UNAUTHORIZED")
+    assert_admin_refused(admin_login(staff.email, PASSWORD), "Too many failed sign-ins")

@@ -1,6 +1,8 @@
 import secrets
 import sys
 
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
@@ -99,6 +101,10 @@ class Command(BaseCommand):
         if not workspace_name:
             raise CommandError("--workspace must not be empty.")
         password = password or secrets.token_urlsafe(12)
+        try:
+            validate_password(password)
+        except ValidationError as exc:
+            raise CommandError("--password rejected: " + " ".join(exc.messages)) from None
 
         people = [("owner", "Olivia Owner", Role.OWNER)]
         people += [(f"dev{n}", f"Developer {n}", Role.DEVELOPER) for n in range(1, developers + 1)]

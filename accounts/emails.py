@@ -1,0 +1,89 @@
+"""Invitation emails: sent by a task (``accounts.tasks.invitation_send_email``), their outcome
+kept on the invitation, so an email that cannot be sent is retried or shown as failed, never
+lost without a trace."""
+
+import logging
+import smtplib
+
+from django.conf import settings
+from django.core.mail import BadHeaderError, send_mail
+from django.db.models import F
+
+from .models import Invitation
+
+logger = logging.getLogger("collab.auth")
+
+
+def _invitation_email_failed(*, invitation: Invitation, error: Exception) -> None:
+    reason = f"{error.__class__.__name__}: {error}"[:500]
+    Invitation.objects.filter(pk=invitation.pk).update(
+        email_status=Invitation.EmailStatus.FAILED,
+        email_error=reason,
+        email_attempts=F("email_attempts") + 1,
+    )
+    logger.error(
+        "Invitation %s: its email to %s cannot be sent (%s); marked failed.",
+        invitation.pk,
+        invitation.email,
+        error.__class__.__name__,
+    )
+
+
+def _is_permanent(error: Exception) -> bool:
+    """An error a later attempt would meet again: a header Django refuses (a line break in a
+    name), or an SMTP server's 5xx (recipient refused, message rejected)."""
+    if isinstance(error, (BadHeaderError, ValueError, UnicodeError, smtplib.SMTPRecipientsRefused)):
+        return True
+    return isinstance(error, smtplib.SMTPResponseException) and error.smtp_code >= 500
+
+
+def invitation_email_send(*, invitation_id: int, token: str, last_attempt: bool) -> bool:
+    """Send an invitation's email and record the outcome on the invitation (``email_status``
+    ``sent`` or ``failed`` with ``email_error``). Answers whether to try again later: only for
+    a transient error (the SMTP server unreachable, a 4xx) before the ``last_attempt``."""
+    invitation = (
+        Invitation.objects.select_related("workspace", "invited_by")
+        .filter(pk=invitation_id, status=Invitation.Status.PENDING)
+        .first()
+    )
+    if invitation is None:
+        return False
+    inviter = invitation.invited_by
+    who = (inviter.name or inviter.email) if inviter else "Someone"
+    link = f"{settings.PUBLIC_BASE_URL}/accept-invitation?token={token}"
+    try:
+        send_mail(
+            subject=f"{who} invited you to {invitation.workspace.name} on Collab",
+            message=(
+                f"{who} invited you to join the workspace {invitation.workspace.name} "
+                f"as {invitation.role}.\n\n"
+                f"Accept with this token before {invitation.expires_at:%Y-%m-%d %H:%M} UTC:\n\n"
+                f"    {token}\n\n"
+                f'POST /v1/invitations/accept with {{"token", "name", "password"}}, '
+                f"or open {link}\n"
+            ),
+            from_email=None,
+            recipient_list=[invitation.email],
+        )
+    except Exception as error:
+        if not isinstance(error, OSError) and not _is_permanent(error):
+            raise  # a bug, not a delivery problem: the worker logs it as such
+        if _is_permanent(error) or last_attempt:
+            _invitation_email_failed(invitation=invitation, error=error)
+            return False
+        Invitation.objects.filter(pk=invitation.pk).update(
+            email_error=f"{error.__class__.__name__}: {error}"[:500],
+            email_attempts=F("email_attempts") + 1,
+        )
+        logger.warning(
+            "Invitation %s: sending its email failed (%s); it will be tried again.",
+            invitation.pk,
+            error.__class__.__name__,
+        )
+        return True
+    Invitation.objects.filter(pk=invitation.pk).update(
+        email_status=Invitation.EmailStatus.SENT,
+        email_error="",
+        email_attempts=F("email_attempts") + 1,
+    )
+    return False
