@@ -8,8 +8,8 @@ import uuid
 from typing import cast
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
-from django.http import HttpResponse
+from django.core.exceptions import BadRequest, DisallowedHost, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.settings import api_settings
@@ -90,6 +90,8 @@ class RequestIdMiddleware:
         return response
 
     def process_exception(self, request, exception):
+        if isinstance(exception, EXPECTED_EXCEPTIONS):
+            return None  # Django answers these with their 4xx, made JSON on the way out
         logger.exception("Unhandled error outside the API views")
         return json_error(
             500,
@@ -98,6 +100,9 @@ class RequestIdMiddleware:
             {"request_id": getattr(request, "request_id", "")},
         )
 
+
+# Exceptions Django itself turns into a 400, 403 or 404 (the admin raises them): not crashes.
+EXPECTED_EXCEPTIONS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
 
 # What an error answered as a page (Django's own 400, 403 and 404 pages, its debug pages
 # under DEBUG, the admin's, a CSRF refusal) becomes: the same status in the envelope.
