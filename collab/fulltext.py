@@ -322,6 +322,12 @@ def search(queryset, text: str):
     return queryset.filter(Matches(query))
 
 
+class OldestOf(Subquery):
+    """The least ``created_at`` of the rows of a sliced ``values("created_at")`` queryset."""
+
+    template = '(SELECT MIN(newest."created_at") FROM (%(subquery)s) newest)'
+
+
 class CandidateScore(Expression):
     """``Score`` for the newest ``candidates`` rows of ``among`` (by ``created_at``), -1 for
     every older row: what "best first" ranks, so that ranking costs the same whatever the
@@ -332,10 +338,11 @@ class CandidateScore(Expression):
     def __init__(self, query: Query, *, among, candidates: int):
         super().__init__(output_field=FloatField())
         self.query, self.candidates = query, candidates
-        # The created_at of the N-th newest row (NULL with fewer rows: then every row).
-        oldest = among.order_by("-created_at").values("created_at")[candidates - 1 : candidates]
+        # The created_at of the N-th newest row: the oldest of the newest N (all of them with
+        # fewer rows). Read by a LIMIT, not an OFFSET: the same plan as any first page.
+        newest = among.order_by("-created_at").values("created_at")[:candidates]
         self.ranked = Case(
-            When(created_at__gte=Coalesce(Subquery(oldest), F("created_at")), then=Score(query)),
+            When(created_at__gte=Coalesce(OldestOf(newest), F("created_at")), then=Score(query)),
             default=Value(-1.0),
             output_field=FloatField(),
         )
