@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.mail import BadHeaderError, send_mail
 from django.db.models import F
 
+from .keys import hash_key
 from .models import Invitation
 
 logger = logging.getLogger("collab.auth")
@@ -41,9 +42,11 @@ def invitation_email_send(*, invitation_id: int, token: str, last_attempt: bool)
     """Send an invitation's email and record the outcome on the invitation (``email_status``
     ``sent`` or ``failed`` with ``email_error``). Answers whether to try again later: only for
     a transient error (the SMTP server unreachable, a 4xx) before the ``last_attempt``."""
+    # A token the sweep has since replaced (this task was thought lost) is not sent: it no
+    # longer opens the invitation, and the new one is on its way.
     invitation = (
         Invitation.objects.select_related("workspace", "invited_by")
-        .filter(pk=invitation_id, status=Invitation.Status.PENDING)
+        .filter(pk=invitation_id, status=Invitation.Status.PENDING, token_hash=hash_key(token))
         .first()
     )
     if invitation is None:

@@ -22,6 +22,14 @@ def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
 
 
 @shared_task
+def invitations_email_sweep() -> int:
+    """Send again the invitation emails a killed worker left unsent (from beat)."""
+    from .services import invitations_email_sweep as sweep
+
+    return sweep()
+
+
+@shared_task
 def denied_tokens_purge() -> int:
     """Drop logout denylist rows whose tokens have all expired: their own ``exp`` refuses them
     now (Redis expires its copies itself)."""

@@ -106,6 +106,8 @@ class Mention(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     notified_at = models.DateTimeField(null=True, blank=True)
+    # A sender's claim on the email (comments.services.mentions_notify): past it, another may.
+    notify_claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

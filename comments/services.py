@@ -13,6 +13,7 @@ from celery import current_app
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
@@ -227,9 +228,9 @@ MENTION_REDRIVE_MAX_AGE = timedelta(days=1)
 def mentions_sweep() -> int:
     """Queue again the mention emails nobody is sending: mentions not yet emailed
     MENTIONS_SWEEP_GRACE_SECONDS after they were made (their task was lost with a killed
-    worker, or its retries ran out). ``mentions_notify`` marks each in the transaction that
-    sends it, so one run twice, or beside a task still on its way, emails once. Returns how
-    many comments were queued."""
+    worker, or its retries ran out). ``mentions_notify`` claims each before it sends it, so one
+    run twice, or beside a task still on its way, emails once. Returns how many comments were
+    queued."""
     now = timezone.now()
     comment_ids = list(
         Mention.objects.filter(
@@ -249,29 +250,51 @@ def mentions_sweep() -> int:
 
 def mentions_notify(*, comment_id: int) -> int:
     """Email each person mentioned in the comment who has not been emailed for it yet; returns
-    how many were. A mention is marked in the transaction that sends its email: a failed send
-    rolls the mark back (the task retries), a second run finds nothing left to send."""
+    how many were.
+
+    Each mention is first claimed for MENTIONS_SWEEP_GRACE_SECONDS by a conditional UPDATE,
+    and its email sent with no transaction open: a mail server that hangs holds no lock (on
+    SQLite, the one write lock every request needs). It is marked sent after the send; a
+    failed send gives the claim back (the task retries), and one whose worker was killed
+    lapses, for the sweep to send again. A second run finds nothing left to send."""
     sent = 0
     while True:
-        with transaction.atomic():
-            mention = (
-                Mention.objects.select_for_update(of=("self",), skip_locked=True)
-                .filter(comment_id=comment_id, notified_at__isnull=True)
-                .select_related("user", "comment__author", "comment__project", "issue")
-                .select_related("pull_request")
-                .order_by("id")
-                .first()
-            )
-            if mention is None:
-                return sent
-            mention.notified_at = timezone.now()
-            mention.save(update_fields=["notified_at"])
-            project = mention.comment.project
-            # Whoever lost sight of the project since the comment was written hears nothing.
-            still_sees = User.objects.filter(
-                project_audience_q(project), pk=mention.user_id, status=User.Status.ACTIVE
-            )
-            if still_sees.exists():
+        mention = _mention_claim(comment_id=comment_id)
+        if mention is None:
+            return sent
+        project = mention.comment.project
+        # Whoever lost sight of the project since the comment was written hears nothing.
+        still_sees = User.objects.filter(
+            project_audience_q(project), pk=mention.user_id, status=User.Status.ACTIVE
+        ).exists()
+        try:
+            if still_sees:
                 subject, message = _mention_email(mention)
                 send_mail(subject, message, None, [mention.user.email])
                 sent += 1
+        except BaseException:
+            Mention.objects.filter(pk=mention.pk).update(notify_claimed_until=None)
+            raise
+        Mention.objects.filter(pk=mention.pk).update(notified_at=timezone.now())
+
+
+def _mention_claim(*, comment_id: int) -> Mention | None:
+    """The comment's next mention not yet emailed nor claimed by a live sender, claimed."""
+    while True:
+        now = timezone.now()
+        unclaimed = Q(notify_claimed_until__isnull=True) | Q(notify_claimed_until__lt=now)
+        mention = (
+            Mention.objects.filter(unclaimed, comment_id=comment_id, notified_at__isnull=True)
+            .select_related("user", "comment__author", "comment__project", "issue")
+            .select_related("pull_request")
+            .order_by("id")
+            .first()
+        )
+        if mention is None:
+            return None
+        lease = now + timedelta(seconds=settings.MENTIONS_SWEEP_GRACE_SECONDS)
+        taken = Mention.objects.filter(unclaimed, pk=mention.pk, notified_at__isnull=True).update(
+            notify_claimed_until=lease
+        )
+        if taken:
+            return mention

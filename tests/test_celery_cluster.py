@@ -34,6 +34,7 @@ EXPECTED_QUEUES = {
     "gitintegration.tasks.repositories_sync_all": "git",
     "gitintegration.tasks.repositories_sweep": "git",
     "comments.tasks.mentions_sweep": "email",
+    "accounts.tasks.invitations_email_sweep": "email",
     "analytics.tasks.analytics_rollup_all": "analytics",
     "analytics.tasks.analytics_rollup_project": "analytics",
     "accounts.tasks.invitation_send_email": "email",

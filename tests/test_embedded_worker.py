@@ -256,8 +256,9 @@ def _bare_origin(tmp_path: Path) -> Path:
 
 def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path):
     """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
-    answers) and of a mention email (its SMTP server never greets): the file broker has
-    dropped both tasks. Restarted (the origin and the mail back), the sweeps do both, once."""
+    answers) and of a mention email (its SMTP server never greets), with an invitation's email
+    queued behind it: the file broker has dropped the tasks. Restarted (the origin and the mail
+    back), the sweeps do all three, once."""
     smtp, origin_held = HeldListener(), HeldListener()
     outbox = tmp_path / "outbox"
     quick = {
@@ -267,6 +268,8 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
         "GIT_TIMEOUT_SECONDS": "60",
         "MENTIONS_SWEEP_SECONDS": "1",
         "MENTIONS_SWEEP_GRACE_SECONDS": "2",
+        "INVITATION_EMAIL_SWEEP_SECONDS": "1",
+        "INVITATION_EMAIL_SWEEP_GRACE_SECONDS": "2",
     }
     stack = embedded(EMAIL_URL=f"smtp://127.0.0.1:{smtp.port}", **quick)
     _manage(
@@ -293,6 +296,10 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
                 stack.post(f"/v1/issues/{issue['id']}/comments", {"body": "@pat have a look"})
                 assert smtp.connected.wait(60), worker.output()[-3000:]
                 assert stack.rows("SELECT count(*) FROM comments_mention")[0][0] == 1
+                stack.post(
+                    f"/v1/workspaces/{project['workspace_id']}/invitations",
+                    {"email": "new@example.test", "role": "viewer"},
+                )
                 worker.kill()
             finally:
                 worker.stop()
@@ -300,6 +307,8 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
             sync = "SELECT sync_status FROM gitintegration_repository WHERE id = ?"
             assert stack.rows(sync, repository["id"]) == [("syncing",)]
             assert stack.rows("SELECT notified_at FROM comments_mention") == [(None,)]
+            invitation = "SELECT email_status FROM accounts_invitation"
+            assert stack.rows(invitation) == [("queued",)]
 
             # The origin and the mail come back (the repository now names the origin itself).
             stack.rows(
@@ -317,7 +326,7 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
                     message=worker.output()[-3000:],
                 )
                 wait_until(
-                    lambda: outbox.exists() and any(outbox.iterdir()),
+                    lambda: outbox.exists() and len(list(outbox.iterdir())) >= 2,
                     timeout=60,
                     interval=0.5,
                     message=worker.output()[-3000:],
@@ -328,6 +337,11 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
     finally:
         smtp.close()
         origin_held.close()
-    [message] = list(outbox.iterdir())
-    assert "pat@collab.localhost" in message.read_text()
+    sent = sorted(message.read_text() for message in outbox.iterdir())
+    assert len(sent) == 2
+    assert [("pat@collab.localhost" in text, "new@example.test" in text) for text in sent] in (
+        [(True, False), (False, True)],
+        [(False, True), (True, False)],
+    )
+    assert stack.rows(invitation) == [("sent",)]
     assert stack.rows("SELECT count(*) FROM comments_mention WHERE notified_at IS NULL") == [(0,)]

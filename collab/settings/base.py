@@ -319,6 +319,9 @@ CORS_EXPOSE_HEADERS = [
 
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
+# A mail server that accepts a connection and never answers fails the send after this, to be
+# tried again, instead of holding a worker forever.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=30)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Collab <no-reply@collab.localhost>")
 # Links in emails point here (the invitation acceptance page of a front end, for example).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
@@ -451,13 +454,17 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # ratelimits.tasks.
 #   rate_limit_counters_purge  default    it deletes by age
 # accounts.tasks.
-#   invitation_send_email      email      it skips an invitation no longer pending; otherwise
-#                                         a second run sends the email again (at least once)
+#   invitation_send_email      email      it skips an invitation no longer pending, or whose
+#                                         token the sweep below replaced; otherwise a second
+#                                         run sends the email again (at least once)
+#   invitations_email_sweep    email      it takes each invitation with a conditional UPDATE
+#                                         (a new token) before it queues its email
 #   denied_tokens_purge        default    it deletes rows whose tokens have expired
 # comments.tasks.
-#   mentions_notify            email      it marks each mention in the transaction that sends
-#                                         its email (rows locked, SKIP LOCKED): a second run
-#                                         finds none left; at most once per comment and person
+#   mentions_notify            email      it claims each mention (a conditional UPDATE, a
+#                                         lease) and marks it once its email is sent: a second
+#                                         run finds none left; a send cut off by a dead worker
+#                                         is sent again once its lease lapses (at least once)
 # analytics.tasks.
 #   analytics_rollup_all       analytics  it only queues the one below, per project
 #   analytics_rollup_project   analytics  it recomputes days from the sources and upserts them:
@@ -483,14 +490,19 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                   MENTIONS_SWEEP_GRACE_SECONDS
 #   analytics_rollup_project        analytics_rollup_all's next run (beat) recomputes them
 #   every periodic task             its own next run (beat)
-#   invitation_send_email           nothing yet: the task carries the token, which is stored
-#                                   only as a hash; a sweeper needs the invitation's email
-#                                   status and a token issued anew
+#   invitation_send_email           invitations_email_sweep (beat): pending invitations whose
+#                                   email is still queued INVITATION_EMAIL_SWEEP_GRACE_SECONDS
+#                                   after it was handed over get a new token and are sent again
 #   webhook_disabled_notify         nothing yet: no mark says the email went out
 # Mention emails not sent this long after the comment are queued again, every
 # MENTIONS_SWEEP_SECONDS (comments.services.mentions_sweep).
 MENTIONS_SWEEP_SECONDS = env.float("MENTIONS_SWEEP_SECONDS", default=60.0)
 MENTIONS_SWEEP_GRACE_SECONDS = env.float("MENTIONS_SWEEP_GRACE_SECONDS", default=300.0)
+# The same for invitation emails; the grace outlasts the send's own retries (about 25 minutes).
+INVITATION_EMAIL_SWEEP_SECONDS = env.float("INVITATION_EMAIL_SWEEP_SECONDS", default=300.0)
+INVITATION_EMAIL_SWEEP_GRACE_SECONDS = env.float(
+    "INVITATION_EMAIL_SWEEP_GRACE_SECONDS", default=3600.0
+)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = {
     name: {"exchange": name, "routing_key": name}
@@ -505,6 +517,7 @@ CELERY_TASK_ROUTES = {
     "accounts.tasks.invitation_send_email": {"queue": "email"},
     "comments.tasks.mentions_notify": {"queue": "email"},
     "comments.tasks.mentions_sweep": {"queue": "email"},
+    "accounts.tasks.invitations_email_sweep": {"queue": "email"},
     "ratelimits.tasks.rate_limit_counters_purge": {"queue": "default"},
     "accounts.tasks.denied_tokens_purge": {"queue": "default"},
     "issues.tasks.facet_counts_compact": {"queue": "default"},
@@ -620,6 +633,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "comment-mentions-sweep": {
         "task": "comments.tasks.mentions_sweep",
         "schedule": MENTIONS_SWEEP_SECONDS,
+    },
+    "invitation-emails-sweep": {
+        "task": "accounts.tasks.invitations_email_sweep",
+        "schedule": INVITATION_EMAIL_SWEEP_SECONDS,
     },
 }
 CELERY_TIMEZONE = "UTC"

@@ -13,7 +13,7 @@ from django.core.mail import send_mail as django_send_mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import emails, keys, tasks
+from accounts import emails, keys, services, tasks
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
@@ -675,3 +675,53 @@ def test_a_permanent_smtp_refusal_is_not_retried(api, world, invite, monkeypatch
 
     assert flaky.calls == 1
     assert invitation_listed(api, world, data["id"])["email_status"] == "failed"
+
+
+def test_an_email_a_killed_worker_lost_is_sent_again_with_a_new_token(
+    api, world, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The task carrying the token is gone with its worker: the sweep issues a new token (only
+    the hash is kept), sends it once, and the lost token, if it ever turns up, sends nothing."""
+    lost: list[dict] = []
+    monkeypatch.setattr(tasks.invitation_send_email, "delay", lambda **kw: lost.append(kw))
+    with django_capture_on_commit_callbacks(execute=True):
+        data = assert_ok(
+            api.owner.post(
+                invitations_url(world.acme), {"email": "new@example.com"}, format="json"
+            ),
+            201,
+        )["data"]
+    [lost_task] = lost
+    monkeypatch.undo()
+
+    assert services.invitations_email_sweep() == 0, "still within its grace"
+    Invitation.objects.filter(pk=data["id"]).update(
+        email_queued_at=timezone.now() - timedelta(hours=2)
+    )
+    assert services.invitations_email_sweep() == 1
+    assert services.invitations_email_sweep() == 0, "taken once"
+
+    [message] = mail.outbox
+    token = token_from(message)
+    assert token != lost_task["token"]
+    assert invitation_listed(api, world, data["id"])["email_status"] == "sent"
+    tasks.invitation_send_email.delay(**lost_task)  # the lost task, late
+    assert len(mail.outbox) == 1
+    assert accept(lost_task["token"]).status_code == 404
+    assert_ok(accept(token))
+
+
+def test_the_sweep_leaves_sent_failed_and_expired_invitations(api, world, invite):
+    for email in ("a@example.com", "b@example.com"):
+        assert_ok(invite(email=email), 201)
+    Invitation.objects.filter(email="b@example.com").update(
+        email_status=Invitation.EmailStatus.FAILED
+    )
+    Invitation.objects.update(email_queued_at=timezone.now() - timedelta(hours=2))
+    sent = len(mail.outbox)
+    assert services.invitations_email_sweep() == 0
+    Invitation.objects.update(
+        email_status=Invitation.EmailStatus.QUEUED, expires_at=timezone.now() - timedelta(1)
+    )
+    assert services.invitations_email_sweep() == 0
+    assert len(mail.outbox) == sent
