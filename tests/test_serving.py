@@ -10,11 +10,19 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.db import connection
 
 from collab.api.scopes import ALL_SCOPES
 from projects.models import Project
 from tests.factories import make_api_key
-from tests.liveserver import asgi_server, process_env, require_services, running_servers
+from tests.liveserver import (
+    asgi_server,
+    embedded_env,
+    process_env,
+    require_services,
+    running_servers,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -24,10 +32,20 @@ HEAD_TIMEOUT = 2  # HEADER_TIMEOUT_SECONDS of this module's server
 @pytest.fixture(scope="module")
 def server(django_db_setup, tmp_path_factory):
     # One server for the module: every case here is a connection of its own.
-    require_services()
-    env = process_env(HEADER_TIMEOUT_SECONDS=str(HEAD_TIMEOUT))
-    with asgi_server(env, tmp_path_factory.mktemp("serving")) as port:
+    directory = tmp_path_factory.mktemp("serving")
+    if connection.vendor == "postgresql" and settings.REDIS_URL:
+        env = process_env(HEADER_TIMEOUT_SECONDS=str(HEAD_TIMEOUT))
+    else:
+        # ./run's embedded default (SQLite, no Redis): a head is refused before either is used.
+        env = embedded_env(directory / "data", HEADER_TIMEOUT_SECONDS=str(HEAD_TIMEOUT))
+    with asgi_server(env, directory) as port:
         yield port
+
+
+@pytest.fixture
+def shared_database():
+    """The tests that look at rows the server wrote: it must share the test database."""
+    require_services()
 
 
 class Answer:
@@ -272,7 +290,7 @@ def _framed_create(key: str, framing: str, *, version: str = "1.1") -> bytes:
     ],
 )
 def test_any_framing_but_chunked_alone_is_refused_and_nothing_after_it_runs(
-    world, server, framing, status, code
+    world, shared_database, server, framing, status, code
 ):
     key = make_api_key(world.owner, ALL_SCOPES)
     answer = exchange(server, _framed_create(key, framing))
@@ -281,7 +299,7 @@ def test_any_framing_but_chunked_alone_is_refused_and_nothing_after_it_runs(
     assert not Project.objects.filter(name__in=["Framed", SMUGGLED]).exists()
 
 
-def test_transfer_encoding_on_http_1_0_is_refused(world, server):
+def test_transfer_encoding_on_http_1_0_is_refused(world, shared_database, server):
     key = make_api_key(world.owner, ALL_SCOPES)
     answer = exchange(server, _framed_create(key, "Transfer-Encoding: chunked\r\n", version="1.0"))
     assert answer.status == 400, answer.body
@@ -289,7 +307,7 @@ def test_transfer_encoding_on_http_1_0_is_refused(world, server):
     assert not Project.objects.filter(name__in=["Framed", SMUGGLED]).exists()
 
 
-def test_chunked_alone_still_creates_and_the_connection_goes_on(world, server):
+def test_chunked_alone_still_creates_and_the_connection_goes_on(world, shared_database, server):
     key = make_api_key(world.owner, ALL_SCOPES)
     raw = _framed_create(key, "Transfer-Encoding: chunked\r\n")
     with socket.create_connection(("127.0.0.1", server), timeout=15) as sock:
