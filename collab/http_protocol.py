@@ -125,6 +125,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self.refusal is not None:
+            return  # past a refused head nothing is read: no request placed after it runs
         if self.head_open:
             self.head_received += len(data)
         super().data_received(data)
@@ -204,10 +206,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         )
 
     def refuse(self, refusal: HeadRefused) -> None:
-        """Answers ``refusal`` in the error envelope and closes the connection."""
+        """Answers ``refusal`` in the error envelope and closes the connection; after the
+        answers to the requests before it, when a client sent them ahead (pipelining)."""
         self.refusal = refusal
         self.head_open = False
         self._cancel_head_timer()
+        if self.pipeline or (self.cycle is not None and not self.cycle.response_complete):
+            self.flow.pause_reading()  # and whatever still comes is dropped (data_received)
+            return  # on_response_complete answers once the last of them is written
+        self._send_refusal(refusal)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.refusal is not None and not self.pipeline and self.cycle.response_complete:
+            self._send_refusal(self.refusal)
+
+    def _send_refusal(self, refusal: HeadRefused) -> None:
         if self.transport.is_closing():
             return
         body = json.dumps(

@@ -4,6 +4,7 @@ since the server reads the head before Django sees anything (collab/http_protoco
 """
 
 import json
+import re
 import socket
 import threading
 import time
@@ -149,6 +150,19 @@ def test_101_header_fields_are_a_431_and_100_are_served(server):
 def test_a_head_just_under_16_kib_is_served(server):
     answer = exchange(server, get(b"X-Padding: " + b"a" * (16 * 1024 - 200) + b"\r\n"))
     assert answer.status == 200, answer.body
+
+
+def test_a_refused_head_sent_ahead_is_answered_after_the_requests_before_it(server):
+    """Pipelined: the answers keep the requests' order, the refusal last, then the close."""
+    refused = get(b"X-Padding: " + b"a" * (17 * 1024) + b"\r\n")
+    with socket.create_connection(("127.0.0.1", server), timeout=15) as sock:
+        sock.sendall(get() + get() + refused + get())
+        received = b""
+        while data := sock.recv(65536):
+            received += data
+    statuses = [int(status) for status in re.findall(rb"HTTP/1\.1 (\d{3}) ", received)]
+    assert statuses == [200, 200, 431], received[-600:]
+    assert received.endswith(b"}}")
 
 
 def _worker_rss_kib(port: int) -> int:
