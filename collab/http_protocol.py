@@ -11,13 +11,14 @@ differently (request smuggling). Here:
 - The head (request line and header fields) is at most ``MAX_HEAD_BYTES``; past it the answer
   is 431 (414 when the request target alone is past it). Counted twice: the parts the parser
   hands over (request target, each field as ``name: value`` with its line end), which sees a
-  head that arrives in one read; and every byte received while a head is still open, which
-  cuts a head sent in pieces once it passes the bound, whatever the parser keeps.
+  head that arrives in one read; and every byte received while a head is expected, which
+  cuts a head sent in pieces once it passes the bound, whatever the parser keeps (what is
+  held then is the bound and at most one read, 256 KiB, past it).
 - At most ``MAX_HEADER_FIELDS`` header fields; more is 431.
 - A head must be complete within ``settings.HEADER_TIMEOUT_SECONDS`` of the connection's
   start (the first request) or of its first byte (later ones): else 408, or a plain close when
-  nothing was sent. The clock pauses while the server itself holds the connection (a response
-  in progress, reading paused).
+  nothing was sent. A deadline that passes while the server itself holds the connection up (a
+  response to an earlier request in progress, reading paused) gives the head a fresh one.
 - ``Transfer-Encoding`` (RFC 9112 section 6.1): the only framing accepted is one field whose
   value is ``chunked`` alone. 400 for two or more fields, an empty or malformed list element,
   ``chunked`` not exactly once and last, ``identity`` anywhere (no longer a transfer coding
@@ -26,8 +27,9 @@ differently (request smuggling). Here:
   (``gzip, chunked``): a coding the service does not implement. Content-Length with
   Transfer-Encoding, and differing Content-Lengths, stay 400 (llhttp refuses them).
 
-Every refusal is the service's JSON error envelope with ``Connection: close``, and nothing
-after the refused head is read: a request placed after the body never runs.
+Every refusal is the service's JSON error envelope with ``Connection: close`` (after the
+answers to any requests sent ahead of the refused one), and nothing after the refused head is
+read: a request placed after the body never runs.
 """
 
 import asyncio
