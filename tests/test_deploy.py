@@ -705,3 +705,91 @@ def test_nginx_in_front_of_two_web_processes(nginx_dir):
         for backend in backends:
             backend.shutdown()
             backend.server_close()
+
+
+def test_nginx_bounds_the_request_head_as_the_service_does():
+    from django.conf import settings
+
+    from collab.http_protocol import MAX_HEAD_BYTES
+
+    server = _nginx_tree()
+    assert _directives(server, "http", "server", "large_client_header_buffers") == [["1", "16k"]]
+    assert _directives(server, "http", "server", "client_header_buffer_size") == [["1k"]]
+    assert MAX_HEAD_BYTES == 16 * 1024
+    (timeout,) = _directives(server, "http", "server", "client_header_timeout")
+    assert _seconds(timeout[0]) == settings.HEADER_TIMEOUT_SECONDS == 20  # its default
+    pages = {
+        code for *codes, _ in _directives(server, "http", "server", "error_page") for code in codes
+    }
+    assert {"400", "408", "414", "494", "501"} <= pages
+
+
+def _raw_answer(port: int, raw: bytes) -> tuple[int, dict]:
+    """The status and JSON body of nginx's answer to ``raw``."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        received = b""
+        while True:
+            head, found, body = received.partition(b"\r\n\r\n")
+            if found:
+                length = re.search(rb"(?im)^content-length: *(\d+)", head)
+                if length and len(body) >= int(length.group(1)):
+                    break
+            data = sock.recv(65536)
+            if not data:
+                break
+            received += data
+    assert re.search(rb"(?im)^content-type: application/json", head), received[:400]
+    return int(head.split(b" ")[1]), json.loads(body)
+
+
+@pytest.mark.slow
+@needs_nginx
+def test_nginx_refuses_oversized_heads_and_odd_framing_in_the_envelope(nginx_dir):
+    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    port = _free_port()
+    conf = _nginx_copy(
+        nginx_dir, listen=f"127.0.0.1:{port}", servers=[f"127.0.0.1:{backend.server_address[1]}"]
+    )
+    with open(nginx_dir / "output.log", "wb") as output:
+        nginx = subprocess.Popen(  # noqa: S603
+            _nginx(nginx_dir, conf, daemon=False), stdout=output, stderr=output
+        )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert nginx.poll() is None, (nginx_dir / "output.log").read_text()
+                assert time.monotonic() < deadline, "nginx did not listen"
+                time.sleep(0.1)
+        get = b"GET /v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        # A head the service accepts passes (nearly 16 KiB: nginx adds X-Forwarded-For and
+        # X-Forwarded-Proto, which count against the service's 16 KiB and 100 fields too).
+        fields = b"".join(b"X-Field-%02d: %s\r\n" % (n, b"v" * 160) for n in range(90))
+        status, body = _raw_answer(port, get + fields + b"Connection: close\r\n\r\n")
+        assert status == 200 and body["headers"]["X-Field-89"] == "v" * 160
+        # One it refuses is refused here already.
+        status, body = _raw_answer(port, get + b"X-Big: " + b"a" * 17 * 1024 + b"\r\n\r\n")
+        assert status == 431
+        assert body["error"]["code"] == "REQUEST_HEADER_FIELDS_TOO_LARGE"
+        status, body = _raw_answer(port, get + fields * 2 + b"\r\n")
+        assert status == 431
+        post = b"POST /v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        chunked_body = b"\r\n2\r\n{}\r\n0\r\n\r\n"
+        for framing, status_expected, code in [
+            (b"Transfer-Encoding: gzip, chunked", 501, "NOT_IMPLEMENTED"),
+            (b"Transfer-Encoding: identity, chunked", 501, "NOT_IMPLEMENTED"),
+            (b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", 400, "BAD_REQUEST"),
+            (b"Content-Length: 4\r\nTransfer-Encoding: chunked", 400, "BAD_REQUEST"),
+        ]:
+            status, body = _raw_answer(port, post + framing + b"\r\n" + chunked_body)
+            assert (status, body["error"]["code"]) == (status_expected, code), framing
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        backend.shutdown()
+        backend.server_close()

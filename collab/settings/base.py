@@ -231,6 +231,11 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Bodies over this answer 413 before anything reads them (CONTRACT section 2).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_BODY_BYTES", default=1024 * 1024)
+# A request head not complete this long after the connection (or its first byte) is closed
+# by the web server (collab/http_protocol.py); nginx's client_header_timeout matches it.
+HEADER_TIMEOUT_SECONDS = env.float("HEADER_TIMEOUT_SECONDS", default=20.0)
+if not HEADER_TIMEOUT_SECONDS > 0:
+    raise ImproperlyConfigured(f"HEADER_TIMEOUT_SECONDS={HEADER_TIMEOUT_SECONDS}: use seconds > 0.")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerAuthentication"],
