@@ -1,24 +1,31 @@
-import random
-
 from celery import shared_task
 
 from . import emails
 
-# Tries of an invitation's email before it is marked failed, and the first wait between
-# them (doubled each time, with jitter, at most an hour): about 30 s, 1, 2, 4, 8 minutes.
+# Tries of an invitation's email before it is marked failed, the first wait between them
+# (doubled each time, with full jitter, at most Celery's retry_backoff_max of 600 s).
 INVITATION_EMAIL_RETRIES = 5
 INVITATION_EMAIL_BACKOFF_SECONDS = 30
 
 
-@shared_task(bind=True, max_retries=INVITATION_EMAIL_RETRIES)
+class EmailNotSentYet(Exception):
+    """A transient failure to send (the mail server unreachable, a 4xx): tried again later."""
+
+
+@shared_task(
+    bind=True,
+    autoretry_for=(EmailNotSentYet,),
+    retry_backoff=INVITATION_EMAIL_BACKOFF_SECONDS,
+    max_retries=INVITATION_EMAIL_RETRIES,
+)
 def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
-    retries = self.request.retries
     again = emails.invitation_email_send(
-        invitation_id=invitation_id, token=token, last_attempt=retries >= self.max_retries
+        invitation_id=invitation_id,
+        token=token,
+        last_attempt=self.request.retries >= self.max_retries,
     )
     if again:
-        delay = min(INVITATION_EMAIL_BACKOFF_SECONDS * 2**retries, 3600)
-        raise self.retry(countdown=delay + random.uniform(0, delay / 2))  # noqa: S311  # jitter
+        raise EmailNotSentYet(f"Invitation {invitation_id}: its email will be tried again.")
 
 
 @shared_task

@@ -503,7 +503,7 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # MENTIONS_SWEEP_SECONDS (comments.services.mentions_sweep).
 MENTIONS_SWEEP_SECONDS = env.float("MENTIONS_SWEEP_SECONDS", default=60.0)
 MENTIONS_SWEEP_GRACE_SECONDS = env.float("MENTIONS_SWEEP_GRACE_SECONDS", default=300.0)
-# The same for invitation emails; the grace outlasts the send's own retries (about 25 minutes).
+# The same for invitation emails; the grace outlasts the send's own retries (at most 16 minutes).
 INVITATION_EMAIL_SWEEP_SECONDS = env.float("INVITATION_EMAIL_SWEEP_SECONDS", default=300.0)
 INVITATION_EMAIL_SWEEP_GRACE_SECONDS = env.float(
     "INVITATION_EMAIL_SWEEP_GRACE_SECONDS", default=3600.0
