@@ -3,16 +3,22 @@ kept on the invitation, so an email that cannot be sent is retried or shown as f
 lost without a trace."""
 
 import logging
+import secrets
 import smtplib
+from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.core.mail import BadHeaderError, send_mail
 from django.db.models import F
+from django.utils import timezone
 
 from .keys import hash_key
 from .models import Invitation
 
 logger = logging.getLogger("collab.auth")
+# Invitations whose lost email one sweep sends again, at most.
+INVITATION_SWEEP_BATCH = 500
 
 
 def _invitation_email_failed(*, invitation: Invitation, error: Exception) -> None:
@@ -90,3 +96,33 @@ def invitation_email_send(*, invitation_id: int, token: str, last_attempt: bool)
         email_attempts=F("email_attempts") + 1,
     )
     return False
+
+
+def invitations_email_sweep() -> int:
+    """Send again the invitation emails nobody is sending: pending invitations whose email is
+    still ``queued`` INVITATION_EMAIL_SWEEP_GRACE_SECONDS after it was handed to the worker
+    (longer than its retries take), because the worker holding it was killed. Only the token's
+    hash is kept, so each gets a new token, taken with a conditional UPDATE: two sweeps never
+    both send, and a late task with the old token sends nothing. Returns how many were queued."""
+    send = current_app.tasks["accounts.tasks.invitation_send_email"]
+    now = timezone.now()
+    cut = now - timedelta(seconds=settings.INVITATION_EMAIL_SWEEP_GRACE_SECONDS)
+    stuck = Invitation.objects.filter(
+        status=Invitation.Status.PENDING,
+        email_status=Invitation.EmailStatus.QUEUED,
+        email_queued_at__lt=cut,
+        expires_at__gt=now,
+    ).values_list("pk", "email_queued_at")[:INVITATION_SWEEP_BATCH]
+    queued = 0
+    for invitation_id, queued_at in stuck:
+        token = secrets.token_urlsafe(32)
+        taken = Invitation.objects.filter(
+            pk=invitation_id, email_queued_at=queued_at, email_status=Invitation.EmailStatus.QUEUED
+        ).update(token_hash=hash_key(token), email_queued_at=now)
+        if taken:
+            logger.warning(
+                "Invitation %s: its email was never sent; sending it again.", invitation_id
+            )
+            send.delay(invitation_id=invitation_id, token=token)
+            queued += 1
+    return queued

@@ -207,7 +207,7 @@ class Invitation(models.Model):
     email_error = models.CharField(max_length=500, blank=True)
     email_attempts = models.PositiveSmallIntegerField(default=0)
     # When its email was last handed to the worker: one still queued long after this was lost
-    # with a killed worker, and is sent again (accounts.services.invitations_email_sweep).
+    # with a killed worker, and is sent again (accounts.emails.invitations_email_sweep).
     email_queued_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

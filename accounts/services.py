@@ -40,8 +40,6 @@ from .records import invitation_record
 logger = logging.getLogger("collab.auth")
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|y)\s*$")
-# Invitations whose lost email one sweep sends again, at most.
-INVITATION_SWEEP_BATCH = 500
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
@@ -524,37 +522,6 @@ def invitation_create(
             robust=True,
         )
     return invitation, token
-
-
-def invitations_email_sweep() -> int:
-    """Send again the invitation emails nobody is sending: pending invitations whose email is
-    still ``queued`` INVITATION_EMAIL_SWEEP_GRACE_SECONDS after it was handed to the worker
-    (longer than its retries take), because the worker holding it was killed. Only the token's
-    hash is kept, so each gets a new token, taken with a conditional UPDATE: two sweeps never
-    both send, and a late task with the old token sends nothing. Returns how many were queued."""
-    from .tasks import invitation_send_email
-
-    now = timezone.now()
-    cut = now - timedelta(seconds=settings.INVITATION_EMAIL_SWEEP_GRACE_SECONDS)
-    stuck = Invitation.objects.filter(
-        status=Invitation.Status.PENDING,
-        email_status=Invitation.EmailStatus.QUEUED,
-        email_queued_at__lt=cut,
-        expires_at__gt=now,
-    ).values_list("pk", "email_queued_at")[:INVITATION_SWEEP_BATCH]
-    queued = 0
-    for invitation_id, queued_at in stuck:
-        token = secrets.token_urlsafe(32)
-        taken = Invitation.objects.filter(
-            pk=invitation_id, email_queued_at=queued_at, email_status=Invitation.EmailStatus.QUEUED
-        ).update(token_hash=keys.hash_key(token), email_queued_at=now)
-        if taken:
-            logger.warning(
-                "Invitation %s: its email was never sent; sending it again.", invitation_id
-            )
-            invitation_send_email.delay(invitation_id=invitation_id, token=token)
-            queued += 1
-    return queued
 
 
 @transaction.atomic

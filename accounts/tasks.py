@@ -31,9 +31,7 @@ def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
 @shared_task
 def invitations_email_sweep() -> int:
     """Send again the invitation emails a killed worker left unsent (from beat)."""
-    from .services import invitations_email_sweep as sweep
-
-    return sweep()
+    return emails.invitations_email_sweep()
 
 
 @shared_task

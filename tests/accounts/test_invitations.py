@@ -13,7 +13,7 @@ from django.core.mail import send_mail as django_send_mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import emails, keys, services, tasks
+from accounts import emails, keys, tasks
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
@@ -694,12 +694,12 @@ def test_an_email_a_killed_worker_lost_is_sent_again_with_a_new_token(
     [lost_task] = lost
     monkeypatch.undo()
 
-    assert services.invitations_email_sweep() == 0, "still within its grace"
+    assert emails.invitations_email_sweep() == 0, "still within its grace"
     Invitation.objects.filter(pk=data["id"]).update(
         email_queued_at=timezone.now() - timedelta(hours=2)
     )
-    assert services.invitations_email_sweep() == 1
-    assert services.invitations_email_sweep() == 0, "taken once"
+    assert emails.invitations_email_sweep() == 1
+    assert emails.invitations_email_sweep() == 0, "taken once"
 
     [message] = mail.outbox
     token = token_from(message)
@@ -719,9 +719,9 @@ def test_the_sweep_leaves_sent_failed_and_expired_invitations(api, world, invite
     )
     Invitation.objects.update(email_queued_at=timezone.now() - timedelta(hours=2))
     sent = len(mail.outbox)
-    assert services.invitations_email_sweep() == 0
+    assert emails.invitations_email_sweep() == 0
     Invitation.objects.update(
         email_status=Invitation.EmailStatus.QUEUED, expires_at=timezone.now() - timedelta(1)
     )
-    assert services.invitations_email_sweep() == 0
+    assert emails.invitations_email_sweep() == 0
     assert len(mail.outbox) == sent
