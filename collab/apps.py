@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig as DjangoAdminConfig
 from django.db.models.signals import post_migrate
 
 
@@ -13,3 +14,9 @@ class CollabConfig(AppConfig):
         from .cascades import post_migrate_cascades
 
         post_migrate.connect(post_migrate_cascades, dispatch_uid="collab.cascades")
+
+
+class AdminConfig(DjangoAdminConfig):
+    """Django's admin with ``collab.adminsite.AdminSite`` as ``admin.site``."""
+
+    default_site = "collab.adminsite.AdminSite"

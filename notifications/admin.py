@@ -33,6 +33,7 @@ class WebhookAdmin(admin.ModelAdmin):
         "description",
         "is_active",
         "disabled_reason",
+        "disabled_notified_at",
         "failing_since",
         "last_delivery_at",
         "created_by",

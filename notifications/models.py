@@ -22,6 +22,12 @@ class Webhook(models.Model):
     # Start of the current run of failed attempts; cleared by any success.
     failing_since = models.DateTimeField(null=True, blank=True)
     last_delivery_at = models.DateTimeField(null=True, blank=True)
+    # The email telling the workspace's admins that failing switched it off: when its task was
+    # last handed over (null: no email owed), the lease of the worker sending it, and when it
+    # went out (notifications.services.webhook_disabled_notify and its sweep).
+    disabled_notify_queued_at = models.DateTimeField(null=True, blank=True)
+    disabled_notify_claimed_until = models.DateTimeField(null=True, blank=True)
+    disabled_notified_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
@@ -30,7 +36,17 @@ class Webhook(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["project", "is_active"])]
+        indexes = [
+            models.Index(fields=["project", "is_active"]),
+            # The sweep's question, every few seconds: which owed emails have not gone out.
+            models.Index(
+                fields=["disabled_notify_queued_at"],
+                condition=Q(
+                    disabled_notify_queued_at__isnull=False, disabled_notified_at__isnull=True
+                ),
+                name="webhook_disabled_notify_owed",
+            ),
+        ]
 
     def __str__(self):
         return self.url

@@ -311,6 +311,8 @@ def webhook_update(
                 # disabling.
                 webhook.disabled_reason = ""
                 webhook.failing_since = None
+                # Nor is the email about its switching off still owed.
+                webhook.disabled_notify_queued_at = None
             if secret:
                 webhook.secret_encrypted = crypto.secret_encrypt(secret)
                 update.hide("secret")
@@ -950,7 +952,13 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
     )
     with transaction.atomic():
         if not hooks.filter(is_active=True, failing_since__lte=limit).update(
-            is_active=False, disabled_reason=reason, updated_at=now
+            is_active=False,
+            disabled_reason=reason,
+            updated_at=now,
+            # The admins' email is owed from now until it has gone out.
+            disabled_notify_queued_at=now,
+            disabled_notify_claimed_until=None,
+            disabled_notified_at=None,
         ):
             return
         webhook.refresh_from_db()
@@ -1011,30 +1019,103 @@ def deliveries_sweep() -> dict[str, int]:
     return {"events": len(stale_events), "deliveries": len(due)}
 
 
+# Owed "webhook switched off" emails a sweep queues again at most.
+SWEEP_DISABLED_NOTICES = 100
+
+
+def webhook_disabled_notices_sweep() -> int:
+    """Queue again the "switched off" emails still owed WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS
+    after their task was handed over (it was lost with a killed worker, or its retries ran
+    out), unless a worker holds one's lease. Each is taken first by a conditional UPDATE of
+    ``disabled_notify_queued_at``, so two sweeps at once queue it once, and it is queued again
+    only after another grace. Returns how many were queued."""
+    now = timezone.now()
+    grace = timedelta(seconds=settings.WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS)
+    unclaimed = Q(disabled_notify_claimed_until__isnull=True) | Q(
+        disabled_notify_claimed_until__lt=now
+    )
+    owed = list(
+        Webhook.objects.filter(
+            unclaimed,
+            is_active=False,
+            disabled_notified_at__isnull=True,
+            disabled_notify_queued_at__lte=now - grace,
+        )
+        .order_by("disabled_notify_queued_at")
+        .values_list("pk", "disabled_notify_queued_at")[:SWEEP_DISABLED_NOTICES]
+    )
+    queued = 0
+    for webhook_id, queued_at in owed:
+        taken = Webhook.objects.filter(
+            pk=webhook_id, disabled_notify_queued_at=queued_at, disabled_notified_at__isnull=True
+        ).update(disabled_notify_queued_at=now)
+        if taken:
+            _enqueue(TASKS + "webhook_disabled_notify", webhook_id=webhook_id)
+            queued += 1
+    return queued
+
+
 def webhook_disabled_notify(*, webhook_id: int) -> int:
-    """Email the owners and admins of the webhook's workspace that it was switched off."""
+    """Email the owners and admins of the webhook's workspace that failing switched it off;
+    returns how many were emailed.
+
+    The email is first claimed for WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS by a conditional
+    UPDATE and sent with no transaction open (a mail server that hangs holds no lock), then
+    marked sent (``disabled_notified_at``). A failed send gives the claim back (the task
+    retries); one whose worker was killed lapses, for ``webhook_disabled_notices_sweep`` to
+    queue again. A second run, or one for a webhook switched back on, sends nothing."""
     from django.core.mail import send_mail
 
-    webhook = Webhook.objects.select_related("project").filter(pk=webhook_id).first()
-    if webhook is None or webhook.is_active:
+    claim = _disabled_notify_claim(webhook_id=webhook_id)
+    if claim is None:
         return 0
-    recipients = list(
-        Membership.objects.filter(
-            workspace_id=webhook.project.workspace_id,
-            role__in=[Role.OWNER, Role.ADMIN],
-            user__status="active",
-        ).values_list("user__email", flat=True)
-    )
-    if not recipients:
-        return 0
-    send_mail(
-        subject=f"Webhook disabled on {webhook.project.name}: {webhook.url}",
-        message=(
-            f"The webhook {webhook.url} of the project {webhook.project.name} was switched "
-            f"off.\n\n{webhook.disabled_reason}\n\nIts delivery log: "
-            f"{settings.PUBLIC_BASE_URL}/v1/webhooks/{webhook.pk}/deliveries\n"
-        ),
-        from_email=None,
-        recipient_list=recipients,
-    )
+    webhook, lease = claim
+    claimed = Webhook.objects.filter(pk=webhook.pk, disabled_notify_claimed_until=lease)
+    try:
+        recipients = list(
+            Membership.objects.filter(
+                workspace_id=webhook.project.workspace_id,
+                role__in=[Role.OWNER, Role.ADMIN],
+                user__status="active",
+            ).values_list("user__email", flat=True)
+        )
+        if recipients:
+            send_mail(
+                subject=f"Webhook disabled on {webhook.project.name}: {webhook.url}",
+                message=(
+                    f"The webhook {webhook.url} of the project {webhook.project.name} was "
+                    f"switched off.\n\n{webhook.disabled_reason}\n\nIts delivery log: "
+                    f"{settings.PUBLIC_BASE_URL}/v1/webhooks/{webhook.pk}/deliveries\n"
+                ),
+                from_email=None,
+                recipient_list=recipients,
+            )
+    except BaseException:
+        claimed.update(disabled_notify_claimed_until=None)
+        raise
+    # Only under the lease it sent with: a webhook switched on and off again meanwhile owes
+    # a new email.
+    claimed.update(disabled_notified_at=timezone.now(), disabled_notify_claimed_until=None)
     return len(recipients)
+
+
+def _disabled_notify_claim(*, webhook_id: int) -> tuple[Webhook, datetime] | None:
+    """The webhook, its "switched off" email owed and now leased to the caller, with the
+    lease; None when it is not owed (sent, switched back on, never owed) or another worker
+    holds it."""
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS)
+    unclaimed = Q(disabled_notify_claimed_until__isnull=True) | Q(
+        disabled_notify_claimed_until__lt=now
+    )
+    taken = Webhook.objects.filter(
+        unclaimed,
+        pk=webhook_id,
+        is_active=False,
+        disabled_notify_queued_at__isnull=False,
+        disabled_notified_at__isnull=True,
+    ).update(disabled_notify_claimed_until=lease)
+    if not taken:
+        return None
+    webhook = Webhook.objects.select_related("project").filter(pk=webhook_id).first()
+    return (webhook, lease) if webhook is not None else None

@@ -36,7 +36,9 @@ def webhook_deliver(
 
 @shared_task
 def deliveries_sweep() -> dict[str, int]:
-    return services.deliveries_sweep()
+    swept = services.deliveries_sweep()
+    swept["disabled_notices"] = services.webhook_disabled_notices_sweep()
+    return swept
 
 
 @shared_task(autoretry_for=(OSError,), retry_backoff=True, max_retries=5)

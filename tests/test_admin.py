@@ -5,7 +5,9 @@ import re
 from datetime import timedelta
 
 import pytest
+from django import forms
 from django.contrib import admin
+from django.contrib.auth.models import Group
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
@@ -13,11 +15,21 @@ from django.utils import timezone
 
 from accounts import keys
 from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspace
+from collab.adminsite import AdminSite
 from events.models import Event
 from events.services import event_record
+from gitintegration.models import PullRequest, Repository
+from issues.models import Issue, Label
 from projects.models import Project, ProjectMember
 from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
-from tests.factories import PASSWORD, UserFactory, make_api_key
+from tests.factories import (
+    PASSWORD,
+    PullRequestFactory,
+    RepositoryFactory,
+    UserFactory,
+    make_api_key,
+    make_issue,
+)
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
 
@@ -506,3 +518,149 @@ def test_the_event_log_is_read_only(browser, world, root):
     assert browser.post(url(Event, "delete", event.pk), {"post": "yes"}).status_code == 403
     assert browser.post(url(Event, "change", event.pk), {"type": "x"}).status_code == 403
     assert Event.objects.get(pk=event.pk).type == "issue.created"
+
+
+# Single-line fields -------------------------------------------------------------------------
+
+HEADER_INJECTION = "x\r\nBcc: y@collab.test"
+ONE_LINE_INPUTS = {"text", "email", "url", "search", "tel"}
+
+
+def _one_line_text_fields(form_class) -> list[str]:
+    return [
+        name
+        for name, field in form_class.base_fields.items()
+        if isinstance(field, forms.CharField)
+        and getattr(field.widget, "input_type", None) in ONE_LINE_INPUTS
+    ]
+
+
+def _admin_forms():
+    """(model, view, fields): every registered admin's add and change form that a superuser
+    may post and that has one-line text fields, found without a database."""
+    superuser = User(email="sweep@collab.test", is_staff=True, is_superuser=True)
+    request = type("Request", (), {"user": superuser, "method": "POST", "GET": {}, "POST": {}})()
+    for model, model_admin in admin.site._registry.items():
+        pages = (
+            ("add", model_admin.has_add_permission(request), None),
+            ("change", model_admin.has_change_permission(request), model()),
+        )
+        for view, allowed, obj in pages:
+            fields = _one_line_text_fields(model_admin.get_form(request, obj)) if allowed else []
+            if fields:
+                yield pytest.param(model, view, fields, id=f"{model._meta.label_lower}-{view}")
+
+
+ADMIN_FORMS = list(_admin_forms())
+
+
+def test_the_sweep_finds_the_admin_forms_with_one_line_fields():
+    found = {(param.values[0], param.values[1]): param.values[2] for param in ADMIN_FORMS}
+    assert found[(User, "add")] == ["email", "name"]
+    assert {"handle", "name"} <= set(found[(User, "change")])
+    assert found[(Workspace, "add")] == ["name", "owner_email"]
+    assert found[(ApiKey, "add")] == ["name", "expires_in"]
+    assert (Group, "add") in found  # Django's own admins too
+    for model in (Project, Issue, Label, Repository, PullRequest):
+        assert any(found_model is model for found_model, _view in found), model
+
+
+@pytest.fixture
+def one_of_each(world):
+    """A row of every model whose admin change form has one-line text fields."""
+    make_api_key(world.developer, ["projects:read"])
+    Label.objects.create(project=world.project, name="bug")
+    make_issue(world.project, actor=world.owner)
+    PullRequestFactory(repository=RepositoryFactory(project=world.project))
+    Group.objects.create(name="operators")
+    return world
+
+
+def _row(instance) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in instance._meta.fields}
+
+
+@pytest.mark.parametrize(("model", "view", "fields"), ADMIN_FORMS)
+def test_every_admin_form_refuses_control_characters_in_its_one_line_fields(
+    browser, one_of_each, model, view, fields
+):
+    if view == "add":
+        page = url(model, "add")
+        instance = None
+    else:
+        instance = model._default_manager.order_by("pk").first()
+        page = url(model, "change", instance.pk)
+    before_rows = {row.pk: _row(row) for row in model._default_manager.all()}
+    events = Event.objects.count()
+    form = browser.get(page)
+    assert form.status_code == 200
+    data = form_data(form)
+    for name in fields:
+        data[name] = HEADER_INJECTION
+
+    response = browser.post(page, data)
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    for name in fields:
+        assert any("Control characters (here U+000D)" in message for message in errors[name]), (
+            name,
+            errors,
+        )
+    assert {row.pk: _row(row) for row in model._default_manager.all()} == before_rows
+    assert Event.objects.count() == events
+
+
+def test_inline_and_list_editable_forms_refuse_control_characters_too(rf, root, world):
+    """No registered inline or change list edits a one-line text field today; the site guards
+    them all the same."""
+
+    class ProjectInline(admin.TabularInline):
+        model = Project
+        fields = ("name", "created_by")
+        extra = 1
+
+    class WorkspaceWithProjects(admin.ModelAdmin):
+        inlines = [ProjectInline]
+
+    class EditableProjects(admin.ModelAdmin):
+        list_display = ("id", "name")
+        list_editable = ("name",)
+
+    site = AdminSite(name="sweep")
+    site.register(Workspace, WorkspaceWithProjects)
+    site.register(Project, EditableProjects)
+    request = rf.post("/")
+    request.user = root
+
+    [(formset_class, _inline)] = site._registry[Workspace].get_formsets_with_inlines(
+        request, world.acme
+    )
+    prefix = formset_class.get_default_prefix()
+    formset = formset_class(
+        {
+            f"{prefix}-TOTAL_FORMS": "1",
+            f"{prefix}-INITIAL_FORMS": "0",
+            f"{prefix}-0-name": HEADER_INJECTION,
+            f"{prefix}-0-created_by": str(world.owner.pk),
+        },
+        instance=world.acme,
+        prefix=prefix,
+    )
+    assert not formset.is_valid()
+    assert "Control characters" in formset.errors[0]["name"][0]
+
+    changelist_formset = site._registry[Project].get_changelist_formset(request)
+    rows = changelist_formset(
+        {
+            "form-TOTAL_FORMS": "1",
+            "form-INITIAL_FORMS": "1",
+            "form-0-id": str(world.project.pk),
+            "form-0-name": HEADER_INJECTION,
+        },
+        queryset=Project.objects.filter(pk=world.project.pk),
+    )
+    assert not rows.is_valid()
+    assert "Control characters" in rows.errors[0]["name"][0]
+    world.project.refresh_from_db()
+    assert world.project.name == "Rocket"

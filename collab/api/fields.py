@@ -3,6 +3,7 @@
 import re
 from typing import Any
 
+from django.core.exceptions import ValidationError as FormValidationError
 from rest_framework import serializers
 
 # C0 (tab, line feed and carriage return included), DEL, C1, and Unicode's line and paragraph
@@ -19,13 +20,27 @@ def single_line(value: str) -> None:
     ``validators=[single_line]`` on a field of another class (``RegexField``), or
     ``SingleLineCharField``.
     """
+    message = _control_character_message(value)
+    if message:
+        raise serializers.ValidationError(message, code="control_characters")
+
+
+def single_line_form(value: str) -> None:
+    """``single_line`` for a Django form field (the admin's): the same rule and message,
+    raised as the ``ValidationError`` a form collects."""
+    message = _control_character_message(value)
+    if message:
+        raise FormValidationError(message, code="control_characters")
+
+
+def _control_character_message(value: str) -> str | None:
     found = CONTROL_CHARACTERS.search(value)
-    if found:
-        raise serializers.ValidationError(
-            f"Control characters (here U+{ord(found.group()):04X}) are not allowed: "
-            "this field is a single line of text.",
-            code="control_characters",
-        )
+    if found is None:
+        return None
+    return (
+        f"Control characters (here U+{ord(found.group()):04X}) are not allowed: "
+        "this field is a single line of text."
+    )
 
 
 class SingleLineCharField(serializers.CharField):

@@ -25,7 +25,8 @@ DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin, whose site refuses control characters in one-line fields (collab.adminsite).
+    "collab.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -373,6 +374,11 @@ WEBHOOK_FANOUT_GATHER_SECONDS = env.float("WEBHOOK_FANOUT_GATHER_SECONDS", defau
 # (The embedded default sweeps more often: its retries and deferrals wait for the sweeper.)
 WEBHOOK_SWEEP_SECONDS = env.float("WEBHOOK_SWEEP_SECONDS", default=30.0 if REDIS_URL else 5.0)
 WEBHOOK_SWEEP_GRACE_SECONDS = env.float("WEBHOOK_SWEEP_GRACE_SECONDS", default=10.0)
+# The "webhook switched off" email still owed this long after its task was handed over is
+# queued again by the sweeper; a worker sending it holds it this long (its lease).
+WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS = env.float(
+    "WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS", default=300.0
+)
 # Fernet keys for webhook secrets at rest (first encrypts); derived from SECRET_KEY if unset.
 WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 
@@ -451,9 +457,14 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                         lease): one POST per due attempt; one cut off by a
 #                                         dead worker is sent again as the next attempt, under
 #                                         the same delivery id (receivers dedupe on it)
-#   deliveries_sweep           webhooks   it only queues the two above for rows still due
-#   webhook_disabled_notify    email      it skips a webhook switched back on; otherwise a
-#                                         second run sends the email again (at least once)
+#   deliveries_sweep           webhooks   it only queues the two above for rows still due,
+#                                         and webhook_disabled_notify for emails still owed,
+#                                         each taken first with a conditional UPDATE
+#   webhook_disabled_notify    email      it claims the email (a conditional UPDATE, a lease)
+#                                         and marks it once sent: a second run, or one for a
+#                                         webhook switched back on, sends nothing; a send cut
+#                                         off by a dead worker is sent again once its lease
+#                                         lapses (at least once)
 # events.tasks.
 #   events_purge               default    it deletes by age; the purge mark only moves up
 # ratelimits.tasks.
@@ -498,7 +509,9 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #   invitation_send_email           invitations_email_sweep (beat): pending invitations whose
 #                                   email is still queued INVITATION_EMAIL_SWEEP_GRACE_SECONDS
 #                                   after it was handed over get a new token and are sent again
-#   webhook_disabled_notify         nothing yet: no mark says the email went out
+#   webhook_disabled_notify         deliveries_sweep (beat): webhooks switched off for failing
+#                                   whose email has not gone out (disabled_notified_at) and
+#                                   was handed over WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS ago
 # Mention emails not sent this long after the comment are queued again, every
 # MENTIONS_SWEEP_SECONDS (comments.services.mentions_sweep).
 MENTIONS_SWEEP_SECONDS = env.float("MENTIONS_SWEEP_SECONDS", default=60.0)

@@ -13,16 +13,18 @@ import time
 from datetime import timedelta
 
 import pytest
+from celery import current_app
 from cryptography.fernet import InvalidToken
 from django.apps import apps
 from django.core import mail
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from standardwebhooks import Webhook as StandardWebhook
 
 from events.models import Event
 from issues.models import Issue
-from notifications import services
+from notifications import services, tasks
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
@@ -283,6 +285,129 @@ def test_a_hook_failing_for_days_is_disabled_and_admins_told(api, world, receive
     create_issue(api, world.project, title="Another")
     time.sleep(0.3)
     assert len(receiver.requests) == 1
+
+
+ADMINS = ["admin@acme.test", "owner@acme.test"]
+NOTIFY = "notifications.tasks.webhook_disabled_notify"
+
+
+def switch_off(api, world, receiver, settings) -> Webhook:
+    """A webhook failing for days, switched off by its next failed delivery."""
+    receiver.statuses = [500] * 10
+    settings.WEBHOOK_MAX_ATTEMPTS = 1
+    webhook = register(api, world.project, receiver.url)
+    Webhook.objects.filter(pk=webhook.pk).update(
+        failing_since=timezone.now() - timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS + 1)
+    )
+    create_issue(api, world.project)
+    receiver.wait_for(1)
+    webhook.refresh_from_db()
+    assert webhook.is_active is False
+    return webhook
+
+
+@pytest.fixture
+def lost_notices(monkeypatch):
+    """The "switched off" emails' tasks, handed over and lost (a killed worker on the file
+    broker): their kwargs."""
+    lost: list[dict] = []
+    task = current_app.tasks[NOTIFY]
+    monkeypatch.setattr(task, "apply_async", lambda **options: lost.append(options["kwargs"]))
+    yield lost
+    monkeypatch.undo()
+
+
+def grace_passes(webhook, settings) -> None:
+    """The time the sweep waits for passes (for an email owed, handed over just now)."""
+    grace = timedelta(seconds=settings.WEBHOOK_DISABLED_NOTIFY_GRACE_SECONDS + 1)
+    Webhook.objects.filter(pk=webhook.pk).update(
+        disabled_notify_queued_at=F("disabled_notify_queued_at") - grace
+    )
+
+
+def test_the_switched_off_email_is_sent_once(api, world, receiver, settings):
+    webhook = switch_off(api, world, receiver, settings)
+    assert [sorted(message.to) for message in mail.outbox] == [ADMINS]
+    assert webhook.disabled_notified_at is not None
+
+    # Its task run again (a redelivered message), and the sweep later: nothing more.
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 0
+    grace_passes(webhook, settings)
+    assert tasks.deliveries_sweep()["disabled_notices"] == 0
+    assert len(mail.outbox) == 1
+
+
+def test_a_lost_switched_off_email_is_sent_by_the_sweep_once(
+    api, world, receiver, settings, lost_notices
+):
+    webhook = switch_off(api, world, receiver, settings)
+    assert lost_notices == [{"webhook_id": webhook.pk}]
+    assert mail.outbox == [] and webhook.disabled_notified_at is None
+    # Within the grace its task may still be on its way.
+    assert tasks.deliveries_sweep()["disabled_notices"] == 0
+
+    grace_passes(webhook, settings)
+    assert tasks.deliveries_sweep()["disabled_notices"] == 1
+    assert lost_notices == [{"webhook_id": webhook.pk}] * 2
+    # The queued task, run now, as a worker would.
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 2
+    assert [sorted(message.to) for message in mail.outbox] == [ADMINS]
+    webhook.refresh_from_db()
+    assert webhook.disabled_notified_at is not None
+
+    grace_passes(webhook, settings)
+    assert tasks.deliveries_sweep()["disabled_notices"] == 0
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 0
+    assert len(mail.outbox) == 1
+
+
+def test_a_switched_off_email_cut_off_by_a_dead_worker_is_sent_once_its_lease_lapses(
+    api, world, receiver, settings, lost_notices
+):
+    webhook = switch_off(api, world, receiver, settings)
+    grace_passes(webhook, settings)
+    held = Webhook.objects.filter(pk=webhook.pk)
+    held.update(disabled_notify_claimed_until=timezone.now() + timedelta(minutes=1))
+    assert tasks.deliveries_sweep()["disabled_notices"] == 0
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 0
+
+    held.update(disabled_notify_claimed_until=timezone.now() - timedelta(seconds=1))
+    assert tasks.deliveries_sweep()["disabled_notices"] == 1
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 2
+    assert len(mail.outbox) == 1
+
+
+def test_a_failed_send_of_the_switched_off_email_gives_its_claim_back(
+    api, world, receiver, settings, lost_notices, monkeypatch
+):
+    webhook = switch_off(api, world, receiver, settings)
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError("no mail server")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("django.core.mail.send_mail", refused)
+        with pytest.raises(ConnectionRefusedError):
+            services.webhook_disabled_notify(webhook_id=webhook.pk)
+    webhook.refresh_from_db()
+    assert webhook.disabled_notify_claimed_until is None
+    assert webhook.disabled_notified_at is None
+    # The task's retry (or the sweep's) sends it.
+    assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 2
+    assert len(mail.outbox) == 1
+
+
+def test_no_switched_off_email_is_owed_once_switched_back_on_or_off_by_hand(
+    api, world, receiver, settings, lost_notices
+):
+    webhook = switch_off(api, world, receiver, settings)
+    for active in (True, False):
+        response = api.owner.patch(f"/v1/webhooks/{webhook.pk}", {"active": active}, format="json")
+        assert_ok(response)
+        grace_passes(webhook, settings)
+        assert tasks.deliveries_sweep()["disabled_notices"] == 0
+        assert services.webhook_disabled_notify(webhook_id=webhook.pk) == 0
+    assert mail.outbox == []
 
 
 def test_a_success_clears_the_failure_streak(api, world, receiver):
