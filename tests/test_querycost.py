@@ -3,6 +3,7 @@ cancels the statement and the answer is a 503 in the envelope with Retry-After; 
 it outlives the request on a pooled connection. A read whose client disconnects has its
 statements cancelled the same way, and never those of a later request."""
 
+import json
 import logging
 import threading
 import time
@@ -182,3 +183,121 @@ def test_a_late_cancel_never_reaches_a_later_request_on_the_same_connection(
     timer.join(timeout=5)
     assert response.status_code == 200, response.content
     assert earlier.cancelled is False  # it had ended: nothing was cancelled
+
+
+# Through the server production runs: the client closes its socket ------------------------
+
+
+@pytest.fixture
+def held_issues(world):
+    """The issues table (one issue in it) locked by another session: the server's
+    statements on it wait."""
+    import psycopg
+
+    from tests.factories import make_issue
+    from tests.liveserver import database_url, require_services
+
+    require_services()
+    make_issue(world.project, world.owner, title="Listed")
+    locker = psycopg.connect(database_url(), autocommit=False)
+    try:
+        locker.execute("SET lock_timeout = 0")
+        locker.execute("LOCK TABLE issues_issue IN ACCESS EXCLUSIVE MODE")
+        yield locker
+    finally:
+        locker.rollback()
+        locker.close()
+
+
+def _waiting_on_the_lock(locker) -> int:
+    """How many other sessions wait for the lock ``locker`` holds."""
+    # In a transaction, the activity read is a snapshot taken at its first read: a new one.
+    locker.execute("SELECT pg_stat_clear_snapshot()")
+    row = locker.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND datname = current_database() AND pid <> pg_backend_pid()"
+    ).fetchone()
+    return row[0]
+
+
+def _send_and_hang_up(port: int, request: bytes, locker):
+    """Send ``request``, wait until the server's statement waits on the lock, hang up."""
+    import socket
+
+    from tests.liveserver import wait_until
+
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(request)
+        wait_until(lambda: _waiting_on_the_lock(locker) == 1, 10, message="no statement waits")
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def served(world, tmp_path):
+    from tests.liveserver import asgi_server, process_env
+
+    # A deadline far past the test's bounds, and one thread: a later request reuses it (and
+    # its connection).
+    env = process_env(DATABASE_STATEMENT_TIMEOUT_MS="60000", WEB_THREADS="1")
+    with asgi_server(env, tmp_path) as port:
+        yield port, tmp_path / f"server-{port}.log"
+
+
+def _head(method: str, path: str, key: str, body: bytes = b"") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {key}"]
+    if body:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_read_whose_client_hangs_up_stops_waiting_for_the_database(world, served, held_issues):
+    from collab.api.scopes import ALL_SCOPES
+    from tests.factories import make_api_key, make_issue
+    from tests.liveserver import http_get, wait_until
+
+    port, log = served
+    key = make_api_key(world.owner, ALL_SCOPES)
+    path = f"/v1/projects/{world.project.pk}/issues"
+    _send_and_hang_up(port, _head("GET", path, key), held_issues)
+    # Its statement is cancelled: nothing waits on the lock any more, long before the deadline.
+    wait_until(
+        lambda: _waiting_on_the_lock(held_issues) == 0,
+        3,
+        message="the server's statement still waits after its client left",
+    )
+    held_issues.rollback()
+    # The next request on the same thread and connection is answered.
+    make_issue(world.project, world.owner, title="Still here")
+    status, body = http_get(port, path, {"Authorization": f"Bearer {key}"})
+    assert status == 200, body
+    assert {row["title"] for row in json.loads(body)["data"]} == {"Listed", "Still here"}
+    output = log.read_text()
+    assert "client disconnected" in output
+    assert " ERROR " not in output and "Traceback" not in output
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_write_whose_client_hangs_up_still_completes(world, served, held_issues):
+    from collab.api.scopes import ALL_SCOPES
+    from issues.models import Issue
+    from tests.factories import make_api_key
+    from tests.liveserver import wait_until
+
+    port, _ = served
+    key = make_api_key(world.owner, ALL_SCOPES)
+    body = json.dumps({"title": "Sent and not awaited"}).encode()
+    path = f"/v1/projects/{world.project.pk}/issues"
+    _send_and_hang_up(port, _head("POST", path, key, body), held_issues)
+    time.sleep(1)
+    assert _waiting_on_the_lock(held_issues) == 1, "the write was cancelled"
+    held_issues.rollback()
+    wait_until(
+        lambda: Issue.objects.filter(title="Sent and not awaited").exists(),
+        10,
+        message="the write whose client hung up was lost",
+    )
