@@ -13,6 +13,11 @@ Two doors into one Django project:
   the response has started, an open stream keeps only its subscriber, its generator and its
   connection: not the request, a thread, an executor or a database connection of its own, as
   it did under Django's ASGI handler (372 objects per stream for the collector to walk).
+
+A read (``GET``/``HEAD``) whose client hangs up before its answer stops its database work
+(``ClientWatch``): a2wsgi listens to the client only while it reads a body, so a watcher of
+this module's own does, and cancels the request's statements (collab/querycost.py). A write
+whose client hangs up still completes: what was sent and not awaited must not be lost.
 """
 
 import asyncio
@@ -32,6 +37,8 @@ from django.core.handlers.base import BaseHandler
 from django.core.wsgi import get_wsgi_application
 from django.urls import set_script_prefix
 
+from collab.querycost import DISCONNECT_KEY, Disconnect
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
 
 # Django's own ASGI handler, for comparison in bench/serving.py.
@@ -44,6 +51,9 @@ def _terminated_input(environ, start_response):
     # chunking), as gunicorn's own workers promise with this key; without it a chunked body
     # could not be read safely, and the body guard would refuse it (411).
     environ["wsgi.input_terminated"] = True
+    disconnect = environ["asgi.scope"].get(DISCONNECT_KEY)
+    if disconnect is not None:
+        environ[DISCONNECT_KEY] = disconnect
     return _django_wsgi(environ, start_response)
 
 
@@ -189,6 +199,59 @@ def _headers(response) -> list[tuple[bytes, bytes]]:
 
 
 stream_door = StreamDoor(django_wsgi.executor)
+# The requests whose client leaving cancels their database work.
+WATCHED_METHODS = frozenset({"GET", "HEAD"})
+
+
+class ClientWatch:
+    """Between the server and a2wsgi for one read: a watcher task is the only reader of the
+    server's ``receive``. It hands the request's body on (one message ahead of a2wsgi, which
+    reads it when Django asks), and then waits: ``http.disconnect`` before the response is
+    complete means the client has gone, and the request's ``Disconnect`` is cancelled.
+    (uvicorn also answers ``http.disconnect`` once the response is complete: ``send`` notes
+    the last body message before it goes out, and that one cancels nothing.)"""
+
+    def __init__(self, receive, send, disconnect: Disconnect):
+        self._receive, self._send = receive, send
+        self.disconnect = disconnect
+        self.messages: asyncio.Queue = asyncio.Queue(1)
+        self.left = False
+        self.answered = False
+
+    async def watch(self) -> None:
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.left = True
+                with contextlib.suppress(asyncio.QueueFull):  # a2wsgi may be waiting for it
+                    self.messages.put_nowait(message)
+                if not self.answered:
+                    # Blocking (PostgreSQL's cancel request): off the loop, and off the pool
+                    # of request threads, which may all be busy with such statements.
+                    await asyncio.get_running_loop().run_in_executor(None, self.disconnect.cancel)
+                return
+            await self.messages.put(message)
+
+    async def receive(self):
+        if self.left and self.messages.empty():
+            return {"type": "http.disconnect"}
+        return await self.messages.get()
+
+    async def send(self, message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.answered = True
+        await self._send(message)
+
+
+async def _watched(scope, receive, send) -> None:
+    disconnect = Disconnect()
+    watch = ClientWatch(receive, send, disconnect)
+    watched: Any = {**scope, DISCONNECT_KEY: disconnect}  # a2wsgi hands it on: asgi.scope
+    watcher = asyncio.create_task(watch.watch())
+    try:
+        await django_wsgi(watched, watch.receive, watch.send)
+    finally:
+        watcher.cancel()
 
 
 async def application(scope, receive, send):
@@ -198,5 +261,7 @@ async def application(scope, receive, send):
         and scope["method"] in ASYNC_METHODS
     ):
         await stream_door(scope, receive, send)
+    elif scope["type"] == "http" and scope["method"] in WATCHED_METHODS:
+        await _watched(scope, receive, send)
     else:
         await django_wsgi(scope, receive, send)

@@ -3,6 +3,7 @@ answer for unknown routes."""
 
 import functools
 import logging
+import sys
 
 from django.conf import settings
 from django.db import connection
@@ -12,8 +13,10 @@ from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.response import Response
 
+from collab.api.exceptions import error_of
 from collab.api.middleware import json_error
 from collab.api.renderers import EnvelopeRenderer
+from collab.querycost import client_left, is_cancelled
 
 logger = logging.getLogger("collab.health")
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -121,6 +124,16 @@ def not_found(request, *args, **kwargs):
 
 
 def server_error(request, *args, **kwargs):
+    exc = sys.exc_info()[1]
+    if exc is not None and is_cancelled(exc):
+        # A statement cancelled outside a view (a middleware's: the credentials' lookup), at
+        # its deadline or because its client left: the 503 a view's gets, logged as it is.
+        status, body = error_of(exc)
+        response = JsonResponse(body, status=status)
+        response["Retry-After"] = str(settings.DATABASE_TIMEOUT_RETRY_AFTER)
+        # Logged by error_of, at INFO when the client left: Django's would be an ERROR.
+        response._has_been_logged = client_left()
+        return response
     return json_error(
         500,
         "INTERNAL_ERROR",

@@ -17,7 +17,7 @@ from rest_framework import exceptions as drf
 from rest_framework import status
 from rest_framework.response import Response
 
-from collab.querycost import is_cancelled
+from collab.querycost import client_left, is_cancelled
 
 logger = logging.getLogger("collab.api")
 
@@ -193,7 +193,10 @@ def _known(exc: Exception) -> Exception:
     if isinstance(exc, RequestDataTooBig):
         return PayloadTooLarge()
     if is_cancelled(exc):
-        logger.warning("A statement ran past its deadline and was cancelled: %s", exc)
+        if client_left():  # nobody reads the answer: not the service's fault
+            logger.info("client disconnected: its statement was cancelled")
+        else:
+            logger.warning("A statement ran past its deadline and was cancelled: %s", exc)
         retry_after = settings.DATABASE_TIMEOUT_RETRY_AFTER
         timeout = QueryTimeout(details={"retry_after": retry_after})
         timeout.retry_after = retry_after
@@ -252,4 +255,7 @@ def exception_handler(exc, context):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "retry_after", None):
         headers["Retry-After"] = str(exc.retry_after)
-    return Response(body, status=status_code, headers=headers)
+    response = Response(body, status=status_code, headers=headers)
+    if isinstance(exc, QueryTimeout) and client_left():
+        response._has_been_logged = True  # logged above, at INFO: Django's would be an ERROR
+    return response
