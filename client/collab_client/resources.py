@@ -110,7 +110,6 @@ class ApiKeys(Resource):
         expires_in: str | None = UNSET,
         idempotency_key: str | None = None,
     ) -> ApiKeyCreated:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
         return self._one(
             ApiKeyCreated,
             "POST",
@@ -119,17 +118,14 @@ class ApiKeys(Resource):
             idempotency_key=idempotency_key,
         )
 
-    def get(self, api_key_id: int) -> ApiKey:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
-        return self._one(ApiKey, "GET", f"/v1/api-keys/{api_key_id}")
+    def get(self, key_id: int) -> ApiKey:
+        return self._one(ApiKey, "GET", f"/v1/api-keys/{key_id}")
 
     def list(self, *, per_page: int | None = None) -> Pager[ApiKey]:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
         return self._page(ApiKey, "/v1/api-keys", per_page=per_page)
 
-    def revoke(self, api_key_id: int, *, if_match: str | None = None) -> None:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
-        return self._none("DELETE", f"/v1/api-keys/{api_key_id}", if_match=if_match)
+    def revoke(self, key_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
 
 
 class AsyncApiKeys(AsyncResource):
@@ -141,7 +137,6 @@ class AsyncApiKeys(AsyncResource):
         expires_in: str | None = UNSET,
         idempotency_key: str | None = None,
     ) -> Awaitable[ApiKeyCreated]:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
         return self._one(
             ApiKeyCreated,
             "POST",
@@ -150,17 +145,14 @@ class AsyncApiKeys(AsyncResource):
             idempotency_key=idempotency_key,
         )
 
-    def get(self, api_key_id: int) -> Awaitable[ApiKey]:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
-        return self._one(ApiKey, "GET", f"/v1/api-keys/{api_key_id}")
+    def get(self, key_id: int) -> Awaitable[ApiKey]:
+        return self._one(ApiKey, "GET", f"/v1/api-keys/{key_id}")
 
     def list(self, *, per_page: int | None = None) -> AsyncPager[ApiKey]:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
         return self._page(ApiKey, "/v1/api-keys", per_page=per_page)
 
-    def revoke(self, api_key_id: int, *, if_match: str | None = None) -> Awaitable[None]:
-        """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
-        return self._none("DELETE", f"/v1/api-keys/{api_key_id}", if_match=if_match)
+    def revoke(self, key_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
 
 
 class Auth(Resource):
@@ -343,7 +335,6 @@ class AsyncDashboardResource(AsyncResource):
 
 class Deliveries(Resource):
     def get(self, webhook_id: int, delivery_id: int) -> DeliveryDetail:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             DeliveryDetail, "GET", f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}"
         )
@@ -356,7 +347,6 @@ class Deliveries(Resource):
         per_page: int | None = None,
         status: str | None = None,
     ) -> Pager[Delivery]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._page(
             Delivery,
             f"/v1/webhooks/{webhook_id}/deliveries",
@@ -368,7 +358,6 @@ class Deliveries(Resource):
     def redeliver(
         self, webhook_id: int, delivery_id: int, *, idempotency_key: str | None = None
     ) -> Delivery:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Delivery,
             "POST",
@@ -379,7 +368,6 @@ class Deliveries(Resource):
 
 class AsyncDeliveries(AsyncResource):
     def get(self, webhook_id: int, delivery_id: int) -> Awaitable[DeliveryDetail]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             DeliveryDetail, "GET", f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}"
         )
@@ -392,7 +380,6 @@ class AsyncDeliveries(AsyncResource):
         per_page: int | None = None,
         status: str | None = None,
     ) -> AsyncPager[Delivery]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._page(
             Delivery,
             f"/v1/webhooks/{webhook_id}/deliveries",
@@ -404,7 +391,6 @@ class AsyncDeliveries(AsyncResource):
     def redeliver(
         self, webhook_id: int, delivery_id: int, *, idempotency_key: str | None = None
     ) -> Awaitable[Delivery]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Delivery,
             "POST",
@@ -415,7 +401,6 @@ class AsyncDeliveries(AsyncResource):
 
 class Events(Resource):
     def kinds(self) -> builtins.list[EventKind]:
-        """``/v1/events``: the durable log as a paginated list, and its catalogue of kinds."""
         return self._many(EventKind, "GET", "/v1/events/kinds")
 
     def list(
@@ -427,7 +412,6 @@ class Events(Resource):
         sort: str | Sequence[str] | None = None,
         types: str | None = None,
     ) -> Pager[Event]:
-        """``/v1/events``: the durable log as a paginated list, and its catalogue of kinds."""
         return self._page(
             Event,
             "/v1/events",
@@ -458,7 +442,6 @@ class Events(Resource):
 
 class AsyncEvents(AsyncResource):
     def kinds(self) -> Awaitable[builtins.list[EventKind]]:
-        """``/v1/events``: the durable log as a paginated list, and its catalogue of kinds."""
         return self._many(EventKind, "GET", "/v1/events/kinds")
 
     def list(
@@ -470,7 +453,6 @@ class AsyncEvents(AsyncResource):
         sort: str | Sequence[str] | None = None,
         types: str | None = None,
     ) -> AsyncPager[Event]:
-        """``/v1/events``: the durable log as a paginated list, and its catalogue of kinds."""
         return self._page(
             Event,
             "/v1/events",
@@ -635,7 +617,6 @@ class Issues(Resource):
         labels: Sequence[str] = UNSET,
         idempotency_key: str | None = None,
     ) -> Issue:
-        """``/v1/projects/:project_id/issues``."""
         return self._one(
             Issue,
             "POST",
@@ -653,15 +634,12 @@ class Issues(Resource):
         )
 
     def delete(self, issue_id: int, *, if_match: str | None = None) -> None:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._none("DELETE", f"/v1/issues/{issue_id}", if_match=if_match)
 
     def get(self, issue_id: int) -> Issue:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(Issue, "GET", f"/v1/issues/{issue_id}")
 
     def history(self, issue_id: int, *, per_page: int | None = None) -> Pager[IssueHistory]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._page(IssueHistory, f"/v1/issues/{issue_id}/history", per_page=per_page)
 
     def list(
@@ -720,7 +698,6 @@ class Issues(Resource):
         labels: Sequence[str] = UNSET,
         if_match: str | None = None,
     ) -> Issue:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(
             Issue,
             "PUT",
@@ -750,7 +727,6 @@ class Issues(Resource):
         labels: Sequence[str] = UNSET,
         if_match: str | None = None,
     ) -> Issue:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(
             Issue,
             "PATCH",
@@ -814,7 +790,6 @@ class AsyncIssues(AsyncResource):
         labels: Sequence[str] = UNSET,
         idempotency_key: str | None = None,
     ) -> Awaitable[Issue]:
-        """``/v1/projects/:project_id/issues``."""
         return self._one(
             Issue,
             "POST",
@@ -832,15 +807,12 @@ class AsyncIssues(AsyncResource):
         )
 
     def delete(self, issue_id: int, *, if_match: str | None = None) -> Awaitable[None]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._none("DELETE", f"/v1/issues/{issue_id}", if_match=if_match)
 
     def get(self, issue_id: int) -> Awaitable[Issue]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(Issue, "GET", f"/v1/issues/{issue_id}")
 
     def history(self, issue_id: int, *, per_page: int | None = None) -> AsyncPager[IssueHistory]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._page(IssueHistory, f"/v1/issues/{issue_id}/history", per_page=per_page)
 
     def list(
@@ -899,7 +871,6 @@ class AsyncIssues(AsyncResource):
         labels: Sequence[str] = UNSET,
         if_match: str | None = None,
     ) -> Awaitable[Issue]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(
             Issue,
             "PUT",
@@ -929,7 +900,6 @@ class AsyncIssues(AsyncResource):
         labels: Sequence[str] = UNSET,
         if_match: str | None = None,
     ) -> Awaitable[Issue]:
-        """``/v1/issues`` across every visible project, and single issues."""
         return self._one(
             Issue,
             "PATCH",
@@ -957,7 +927,6 @@ class Labels(Resource):
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> Label:
-        """``/v1/projects/:project_id/labels``."""
         return self._one(
             Label,
             "POST",
@@ -967,15 +936,12 @@ class Labels(Resource):
         )
 
     def delete(self, label_id: int, *, if_match: str | None = None) -> None:
-        """``/v1/labels/:id``: one label."""
         return self._none("DELETE", f"/v1/labels/{label_id}", if_match=if_match)
 
     def get(self, label_id: int) -> Label:
-        """``/v1/labels/:id``: one label."""
         return self._one(Label, "GET", f"/v1/labels/{label_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Label]:
-        """``/v1/projects/:project_id/labels``."""
         return self._page(Label, f"/v1/projects/{project_id}/labels", per_page=per_page)
 
     def replace(
@@ -987,7 +953,6 @@ class Labels(Resource):
         description: str = UNSET,
         if_match: str | None = None,
     ) -> Label:
-        """``/v1/labels/:id``: one label."""
         return self._one(
             Label,
             "PUT",
@@ -1005,7 +970,6 @@ class Labels(Resource):
         description: str = UNSET,
         if_match: str | None = None,
     ) -> Label:
-        """``/v1/labels/:id``: one label."""
         return self._one(
             Label,
             "PATCH",
@@ -1025,7 +989,6 @@ class AsyncLabels(AsyncResource):
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> Awaitable[Label]:
-        """``/v1/projects/:project_id/labels``."""
         return self._one(
             Label,
             "POST",
@@ -1035,15 +998,12 @@ class AsyncLabels(AsyncResource):
         )
 
     def delete(self, label_id: int, *, if_match: str | None = None) -> Awaitable[None]:
-        """``/v1/labels/:id``: one label."""
         return self._none("DELETE", f"/v1/labels/{label_id}", if_match=if_match)
 
     def get(self, label_id: int) -> Awaitable[Label]:
-        """``/v1/labels/:id``: one label."""
         return self._one(Label, "GET", f"/v1/labels/{label_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Label]:
-        """``/v1/projects/:project_id/labels``."""
         return self._page(Label, f"/v1/projects/{project_id}/labels", per_page=per_page)
 
     def replace(
@@ -1055,7 +1015,6 @@ class AsyncLabels(AsyncResource):
         description: str = UNSET,
         if_match: str | None = None,
     ) -> Awaitable[Label]:
-        """``/v1/labels/:id``: one label."""
         return self._one(
             Label,
             "PUT",
@@ -1073,7 +1032,6 @@ class AsyncLabels(AsyncResource):
         description: str = UNSET,
         if_match: str | None = None,
     ) -> Awaitable[Label]:
-        """``/v1/labels/:id``: one label."""
         return self._one(
             Label,
             "PATCH",
@@ -1651,7 +1609,6 @@ class Repositories(Resource):
     def commits(
         self, repository_id: int, *, branch: str | None = None, per_page: int | None = None
     ) -> Pager[Commit]:
-        """``/v1/repositories/:id``: one repository, its branches and commits."""
         return self._page(
             Commit, f"/v1/repositories/{repository_id}/commits", branch=branch, per_page=per_page
         )
@@ -1674,7 +1631,6 @@ class Repositories(Resource):
         return self._none("DELETE", f"/v1/repositories/{repository_id}", if_match=if_match)
 
     def get(self, repository_id: int) -> Repository:
-        """``/v1/repositories/:id``: one repository, its branches and commits."""
         return self._one(Repository, "GET", f"/v1/repositories/{repository_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Repository]:
@@ -1713,7 +1669,6 @@ class AsyncRepositories(AsyncResource):
     def commits(
         self, repository_id: int, *, branch: str | None = None, per_page: int | None = None
     ) -> AsyncPager[Commit]:
-        """``/v1/repositories/:id``: one repository, its branches and commits."""
         return self._page(
             Commit, f"/v1/repositories/{repository_id}/commits", branch=branch, per_page=per_page
         )
@@ -1736,7 +1691,6 @@ class AsyncRepositories(AsyncResource):
         return self._none("DELETE", f"/v1/repositories/{repository_id}", if_match=if_match)
 
     def get(self, repository_id: int) -> Awaitable[Repository]:
-        """``/v1/repositories/:id``: one repository, its branches and commits."""
         return self._one(Repository, "GET", f"/v1/repositories/{repository_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Repository]:
@@ -1831,7 +1785,6 @@ class Users(Resource):
         status: str | None = None,
         workspace_id: int | None = None,
     ) -> Pager[User]:
-        """Members of one workspace (``workspace_id``, by default the caller's first)."""
         return self._page(
             User,
             "/v1/users",
@@ -1843,7 +1796,6 @@ class Users(Resource):
         )
 
     def me(self) -> Me:
-        """Members of one workspace (``workspace_id``, by default the caller's first)."""
         return self._one(Me, "GET", "/v1/users/me")
 
     def update_me(
@@ -1869,7 +1821,6 @@ class AsyncUsers(AsyncResource):
         status: str | None = None,
         workspace_id: int | None = None,
     ) -> AsyncPager[User]:
-        """Members of one workspace (``workspace_id``, by default the caller's first)."""
         return self._page(
             User,
             "/v1/users",
@@ -1881,7 +1832,6 @@ class AsyncUsers(AsyncResource):
         )
 
     def me(self) -> Awaitable[Me]:
-        """Members of one workspace (``workspace_id``, by default the caller's first)."""
         return self._one(Me, "GET", "/v1/users/me")
 
     def update_me(
@@ -1904,7 +1854,6 @@ class Webhooks(Resource):
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> Webhook:
-        """``/v1/projects/:project_id/webhooks``."""
         return self._one(
             Webhook,
             "POST",
@@ -1914,19 +1863,15 @@ class Webhooks(Resource):
         )
 
     def delete(self, webhook_id: int, *, if_match: str | None = None) -> None:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
 
     def get(self, webhook_id: int) -> Webhook:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(Webhook, "GET", f"/v1/webhooks/{webhook_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Webhook]:
-        """``/v1/projects/:project_id/webhooks``."""
         return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
 
     def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Delivery:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Delivery, "POST", f"/v1/webhooks/{webhook_id}/ping", idempotency_key=idempotency_key
         )
@@ -1942,7 +1887,6 @@ class Webhooks(Resource):
         active: bool = UNSET,
         if_match: str | None = None,
     ) -> Webhook:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Webhook,
             "PATCH",
@@ -1969,7 +1913,6 @@ class AsyncWebhooks(AsyncResource):
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> Awaitable[Webhook]:
-        """``/v1/projects/:project_id/webhooks``."""
         return self._one(
             Webhook,
             "POST",
@@ -1979,19 +1922,15 @@ class AsyncWebhooks(AsyncResource):
         )
 
     def delete(self, webhook_id: int, *, if_match: str | None = None) -> Awaitable[None]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
 
     def get(self, webhook_id: int) -> Awaitable[Webhook]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(Webhook, "GET", f"/v1/webhooks/{webhook_id}")
 
     def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Webhook]:
-        """``/v1/projects/:project_id/webhooks``."""
         return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
 
     def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Awaitable[Delivery]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Delivery, "POST", f"/v1/webhooks/{webhook_id}/ping", idempotency_key=idempotency_key
         )
@@ -2007,7 +1946,6 @@ class AsyncWebhooks(AsyncResource):
         active: bool = UNSET,
         if_match: str | None = None,
     ) -> Awaitable[Webhook]:
-        """``/v1/webhooks/:id``, its deliveries, redelivery and ping."""
         return self._one(
             Webhook,
             "PATCH",

@@ -193,6 +193,8 @@ class Generator:
 OPERATIONS_FILE = Path(__file__).resolve().parent.parent / "collab_client" / "_operations.py"
 VERBS = ("get", "post", "put", "patch", "delete")
 PAGING = {"cursor", "page"}
+# ``{id}`` is named for the collection before it, in the singular; these otherwise.
+ID_NAMES = {"api-keys": "key_id"}
 
 RESOURCES_HEADER = '''"""Every operation of the API, by resource: ``client.issues.create(...)``.
 
@@ -539,7 +541,10 @@ class Method:
         for index, segment in enumerate(segments):
             if segment.startswith("{"):
                 wire = segment[1:-1]
-                name = f"{singular(segments[index - 1])}_id" if wire == "id" else wire
+                collection = segments[index - 1]
+                name = wire
+                if wire == "id":
+                    name = ID_NAMES.get(collection, f"{singular(collection)}_id")
                 segments[index] = "{" + name + "}"
                 names.append(name)
         text = "/".join(segments)
@@ -636,7 +641,7 @@ class Method:
             arguments += ["*", *keywords]
         lines = [call(f"    def {self.name}(", arguments, f") -> {annotation}:")]
         doc = first_paragraph(self.operation.get("description") or self.operation.get("summary"))
-        if doc:
+        if doc and self.generator.descriptions.count(doc) == 1:  # not a whole view's text
             wrapped_doc = textwrap.wrap(doc, width=88, break_on_hyphens=False)
             wrapped_doc[0] = '"""' + wrapped_doc[0]
             wrapped_doc[-1] += '"""'
@@ -663,6 +668,12 @@ class ResourceGenerator:
         self.components = schema["components"]["schemas"]
         self.operations = operations_table()
         self.methods: dict[str, dict[str, Method | None]] = {}
+        self.descriptions = [
+            first_paragraph(operation.get("description") or operation.get("summary"))
+            for operations in schema["paths"].values()
+            for verb, operation in operations.items()
+            if verb in VERBS
+        ]
         for path in sorted(schema["paths"]):
             for verb in VERBS:
                 operation = schema["paths"][path].get(verb)
