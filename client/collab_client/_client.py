@@ -10,13 +10,15 @@ async with await AsyncCollab.login(url, email=..., password=...) as client:
 import asyncio
 import copy
 import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
 
 import httpx
 
-from . import _stream
-from ._core import BaseClient, Call, RetryPolicy, Session
+from . import _stream, resources
+from ._core import BaseClient, Call, RetryPolicy, Session, clean_params
 from .errors import CollabError, error_from_response
+from .models import Event
 from .pagination import AsyncPager, Pager
 
 
@@ -34,7 +36,7 @@ class Collab(BaseClient):
         retry: RetryPolicy | None = None,
         http_client: httpx.Client | None = None,
         session: Session | None = None,
-    ):
+    ) -> None:
         super().__init__(
             base_url,
             api_key=api_key,
@@ -45,6 +47,30 @@ class Collab(BaseClient):
             retry=retry,
         )
         self._http = http_client or httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._build_resources()
+
+    def _build_resources(self) -> None:
+        """One object per resource, each sending through this client."""
+        self.projects = resources.Projects(self)
+        self.members = resources.Members(self)
+        self.issues = resources.Issues(self)
+        self.labels = resources.Labels(self)
+        self.repositories = resources.Repositories(self)
+        self.pulls = resources.Pulls(self)
+        self.comments = resources.Comments(self)
+        self.webhooks = resources.Webhooks(self)
+        self.deliveries = resources.Deliveries(self)
+        self.events = resources.Events(self)
+        self.metrics = resources.MetricsResource(self)
+        self.reports = resources.Reports(self)
+        self.dashboard = resources.DashboardResource(self)
+        self.search = resources.Search(self)
+        self.users = resources.Users(self)
+        self.workspaces = resources.Workspaces(self)
+        self.invitations = resources.Invitations(self)
+        self.api_keys = resources.ApiKeys(self)
+        self.rate_limit = resources.RateLimitResource(self)
+        self.auth = resources.Auth(self)
 
     @classmethod
     def login(cls, base_url: str, *, email: str, password: str, **options: Any) -> Self:
@@ -68,9 +94,7 @@ class Collab(BaseClient):
         clone.retry = copy.copy(self.retry)
         if max_retries is not None:
             clone.retry.max_retries = max_retries
-        from .resources import attach_resources
-
-        attach_resources(clone)
+        clone._build_resources()
         return clone
 
     # Sending --------------------------------------------------------------------------------
@@ -141,9 +165,7 @@ class Collab(BaseClient):
     def paginate(self, path: str, params: dict[str, Any], model: Any) -> Pager[Any]:
         return Pager(self, path, params, model)
 
-    def stream(self, params: dict[str, Any], **options: Any):
-        from ._core import clean_params
-
+    def stream(self, params: dict[str, Any], **options: Any) -> Iterator[Event]:
         state = _stream.StreamState(params=clean_params(params) or {}, **options)
         return _stream.stream_events(self, state)
 
@@ -173,7 +195,7 @@ class AsyncCollab(BaseClient):
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
         session: Session | None = None,
-    ):
+    ) -> None:
         super().__init__(
             base_url,
             api_key=api_key,
@@ -184,6 +206,30 @@ class AsyncCollab(BaseClient):
             retry=retry,
         )
         self._http = http_client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
+        self._build_resources()
+
+    def _build_resources(self) -> None:
+        """One object per resource, each sending through this client."""
+        self.projects = resources.AsyncProjects(self)
+        self.members = resources.AsyncMembers(self)
+        self.issues = resources.AsyncIssues(self)
+        self.labels = resources.AsyncLabels(self)
+        self.repositories = resources.AsyncRepositories(self)
+        self.pulls = resources.AsyncPulls(self)
+        self.comments = resources.AsyncComments(self)
+        self.webhooks = resources.AsyncWebhooks(self)
+        self.deliveries = resources.AsyncDeliveries(self)
+        self.events = resources.AsyncEvents(self)
+        self.metrics = resources.AsyncMetricsResource(self)
+        self.reports = resources.AsyncReports(self)
+        self.dashboard = resources.AsyncDashboardResource(self)
+        self.search = resources.AsyncSearch(self)
+        self.users = resources.AsyncUsers(self)
+        self.workspaces = resources.AsyncWorkspaces(self)
+        self.invitations = resources.AsyncInvitations(self)
+        self.api_keys = resources.AsyncApiKeys(self)
+        self.rate_limit = resources.AsyncRateLimitResource(self)
+        self.auth = resources.AsyncAuth(self)
 
     @classmethod
     async def login(cls, base_url: str, *, email: str, password: str, **options: Any) -> Self:
@@ -207,9 +253,7 @@ class AsyncCollab(BaseClient):
         clone.retry = copy.copy(self.retry)
         if max_retries is not None:
             clone.retry.max_retries = max_retries
-        from .resources import attach_resources
-
-        attach_resources(clone)
+        clone._build_resources()
         return clone
 
     async def request(self, method: str, path: str, *, raw: bool = False, **kwargs: Any) -> Any:
@@ -276,9 +320,7 @@ class AsyncCollab(BaseClient):
     def paginate(self, path: str, params: dict[str, Any], model: Any) -> AsyncPager[Any]:
         return AsyncPager(self, path, params, model)
 
-    def stream(self, params: dict[str, Any], **options: Any):
-        from ._core import clean_params
-
+    def stream(self, params: dict[str, Any], **options: Any) -> AsyncIterator[Event]:
         state = _stream.StreamState(params=clean_params(params) or {}, **options)
         return _stream.astream_events(self, state)
 

@@ -10,16 +10,16 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 
+from ._types import UNSET, ListOf
 from ._version import __version__
 from .errors import APIConnectionError, CollabError, error_from_response, retry_after_seconds
 
-if TYPE_CHECKING:
-    from . import resources
+__all__ = ["UNSET", "BaseClient", "Call", "ListOf", "RateLimit", "RetryPolicy", "Session"]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # Answers worth asking again: the rate limit (429: refused before anything ran, so safe for
@@ -151,49 +151,19 @@ def clean_params(params: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def clean_body(body: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A write's body without the arguments the caller left out (``UNSET``)."""
+    """A write's body without the arguments the caller left out (``UNSET``); a sequence
+    given as a tuple or set is sent as a JSON array."""
     if body is None:
         return None
-    return {key: value for key, value in body.items() if value is not UNSET}
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-# An argument not given: left out of the body (``None`` is sent, as JSON null).
-UNSET: Any = _Unset()
+    return {
+        key: list(value) if isinstance(value, (tuple, set, frozenset)) else value
+        for key, value in body.items()
+        if value is not UNSET
+    }
 
 
 class BaseClient:
     """State and decisions shared by ``Collab`` and ``AsyncCollab``."""
-
-    # The resources, one object each (``resources.RESOURCES``); typed as the blocking client
-    # sees them: on ``AsyncCollab`` each method answers an awaitable of the same result.
-    projects: "resources.Projects"
-    members: "resources.Members"
-    issues: "resources.Issues"
-    labels: "resources.Labels"
-    repositories: "resources.Repositories"
-    pulls: "resources.Pulls"
-    comments: "resources.Comments"
-    webhooks: "resources.Webhooks"
-    deliveries: "resources.Deliveries"
-    events: "resources.Events"
-    metrics: "resources.MetricsResource"
-    reports: "resources.Reports"
-    dashboard: "resources.DashboardResource"
-    search: "resources.Search"
-    users: "resources.Users"
-    workspaces: "resources.Workspaces"
-    invitations: "resources.Invitations"
-    api_keys: "resources.ApiKeys"
-    rate_limit: "resources.RateLimitResource"
-    auth: "resources.Auth"
 
     def __init__(
         self,
@@ -217,9 +187,6 @@ class BaseClient:
         self.last_rate_limit: RateLimit | None = None
         self.last_response: httpx.Response | None = None
         self.user_agent = f"collab-client/{__version__} (python; httpx {httpx.__version__})"
-        from .resources import attach_resources
-
-        attach_resources(self)
 
     # Requests -------------------------------------------------------------------------------
 
@@ -325,13 +292,6 @@ class BaseClient:
     @staticmethod
     def _connection_error(exc: Exception) -> APIConnectionError:
         return APIConnectionError(f"Could not reach the server: {exc}")
-
-
-class ListOf:
-    """``model=ListOf(Issue)``: ``data`` is a list of records (not paginated)."""
-
-    def __init__(self, model: Any):
-        self.model = model
 
 
 def parse(model: Any, body: Any, etag: str | None = None) -> Any:

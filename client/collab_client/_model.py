@@ -8,6 +8,10 @@ their own models (``Dashboard.series`` is a list of ``DayPoint``).
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Self
 
+# Every model class by name, filled as the generated module defines them: a nested field
+# names its model (``__nested__``), so reading one needs no import of ``models``.
+REGISTRY: dict[str, type["Model"]] = {}
+
 
 @dataclass(kw_only=True)
 class Model:
@@ -21,12 +25,14 @@ class Model:
     __nested__: ClassVar[dict[str, tuple[str, bool]]] = {}
     __wire__: ClassVar[dict[str, str]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        REGISTRY[cls.__name__] = cls
+
     @classmethod
     def from_dict(cls, data: Any) -> Self:
         if not isinstance(data, dict):
             raise TypeError(f"{cls.__name__} expects a JSON object, got {type(data).__name__}")
-        from . import models  # the generated module, which imports this one
-
         wire_to_name = {wire: name for name, wire in cls.__wire__.items()}
         known = {f.name for f in fields(cls)} - {"extra", "etag"}
         values: dict[str, Any] = {}
@@ -38,7 +44,7 @@ class Model:
                 continue
             nested = cls.__nested__.get(name)
             if nested is not None and value is not None:
-                model = getattr(models, nested[0])
+                model = REGISTRY[nested[0]]
                 if nested[1]:
                     value = [model.from_dict(item) for item in value]
                 else:

@@ -13,21 +13,47 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
+from ._core import Call
 from .errors import APIConnectionError, ResyncRequired, error_from_response
 from .models import Event
-
-if TYPE_CHECKING:
-    from ._client import AsyncCollab, Collab
 
 PATH = "/v1/events/stream"
 # The server sends a heartbeat every 15 s of quiet: four missed means the connection is dead.
 READ_TIMEOUT = 60.0
+
+
+class _Client(Protocol):
+    """What a stream needs of either client (``_client.py``), beside its connections."""
+
+    timeout: float
+
+    def _call(self, method: str, path: str) -> Call: ...
+
+    def _auth_headers(self, call: Call) -> dict[str, str]: ...
+
+    def _note(self, response: httpx.Response) -> None: ...
+
+
+class StreamClient(_Client, Protocol):
+    _http: httpx.Client
+
+    def _refresh_if_stale(self) -> None: ...
+
+    def _refresh_after_401(self) -> bool: ...
+
+
+class AsyncStreamClient(_Client, Protocol):
+    _http: httpx.AsyncClient
+
+    def _refresh_if_stale(self) -> Awaitable[None]: ...
+
+    def _refresh_after_401(self) -> Awaitable[bool]: ...
 
 
 @dataclass
@@ -122,11 +148,11 @@ class StreamState:
         return random.uniform(0, min(10.0, 0.5 * 2**self.failures))  # noqa: S311
 
 
-def _timeout(client: Any) -> httpx.Timeout:
+def _timeout(client: _Client) -> httpx.Timeout:
     return httpx.Timeout(client.timeout, read=READ_TIMEOUT)
 
 
-def stream_events(client: "Collab", state: StreamState) -> Iterator[Event]:
+def stream_events(client: StreamClient, state: StreamState) -> Iterator[Event]:
     while True:
         try:
             client._refresh_if_stale()
@@ -152,7 +178,7 @@ def stream_events(client: "Collab", state: StreamState) -> Iterator[Event]:
         time.sleep(state.failed(ConnectionError("the server closed the stream")))
 
 
-async def astream_events(client: "AsyncCollab", state: StreamState) -> AsyncIterator[Event]:
+async def astream_events(client: AsyncStreamClient, state: StreamState) -> AsyncIterator[Event]:
     while True:
         try:
             await client._refresh_if_stale()

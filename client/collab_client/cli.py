@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ._client import Collab
-from ._core import UNSET
 from ._model import Model
+from ._types import UNSET
 from .errors import CollabError
 
 COLUMNS = {

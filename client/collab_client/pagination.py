@@ -15,12 +15,10 @@ what the first does; from a server without cursors it counts pages instead.
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from ._types import AsyncRequester, Requester
 from .models import PageMeta
-
-if TYPE_CHECKING:
-    from ._client import AsyncCollab, Collab
 
 T = TypeVar("T")
 DEFAULT_PER_PAGE = 100  # the most the API gives per page: fewest requests for a full walk
@@ -62,7 +60,7 @@ def _following(page: Page[Any], number: int) -> dict[str, Any] | None:
 
 
 class Pager(Generic[T]):
-    def __init__(self, client: "Collab", path: str, params: dict[str, Any], model: Any):
+    def __init__(self, client: Requester, path: str, params: dict[str, Any], model: Any) -> None:
         self._client, self._path, self._params, self._model = client, path, params, model
 
     def page(self, number: int = 1, per_page: int | None = None) -> Page[T]:
@@ -95,7 +93,9 @@ class Pager(Generic[T]):
 
 
 class AsyncPager(Generic[T]):
-    def __init__(self, client: "AsyncCollab", path: str, params: dict[str, Any], model: Any):
+    def __init__(
+        self, client: AsyncRequester, path: str, params: dict[str, Any], model: Any
+    ) -> None:
         self._client, self._path, self._params, self._model = client, path, params, model
 
     async def page(self, number: int = 1, per_page: int | None = None) -> Page[T]:

@@ -1,10 +1,12 @@
-"""Every operation of the API, grouped by resource: ``client.issues.create(...)``.
+"""Every operation of the API, by resource: ``client.issues.create(...)``.
 
-A method builds its call and hands it to the client: ``Collab`` answers with the result,
-``AsyncCollab`` with an awaitable of it (lists: a ``Pager`` or ``AsyncPager``). Write
-methods take the API's field names as keyword arguments; one left out is not sent (PATCH
-changes only what is given). ``if_match=`` (a record's ``.etag``) makes an update or delete
-answer ``PreconditionFailed`` instead of overwriting a change made since it was read.
+Generated from the OpenAPI schema by ``tools/generate_models.py``: do not edit by hand.
+
+A method of a ``Collab`` resource answers the result; the same method of an ``AsyncCollab``
+resource answers an awaitable of it (lists: a ``Pager`` or an ``AsyncPager``). Write methods
+take the API's field names as keyword arguments; one left out is not sent (PATCH changes only
+what is given). ``if_match=`` (a record's ``.etag``) makes an update or delete answer
+``PreconditionFailed`` instead of overwriting a change made since it was read.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import builtins
 import hashlib
 import hmac
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
-from ._core import UNSET, ListOf
+from ._resource import AsyncResource, Resource
+from ._types import UNSET
 from .errors import ResyncRequired
 from .models import (
     ApiKey,
@@ -52,191 +55,603 @@ from .models import (
     Workspace,
     WorkspaceDashboard,
 )
+from .pagination import AsyncPager, Pager
 
-if TYPE_CHECKING:
-    from ._core import BaseClient
-    from .pagination import Pager
+__all__ = [
+    "ApiKeys",
+    "AsyncApiKeys",
+    "AsyncAuth",
+    "AsyncComments",
+    "AsyncDashboardResource",
+    "AsyncDeliveries",
+    "AsyncEvents",
+    "AsyncInvitations",
+    "AsyncIssues",
+    "AsyncLabels",
+    "AsyncMembers",
+    "AsyncMetricsResource",
+    "AsyncProjects",
+    "AsyncPulls",
+    "AsyncRateLimitResource",
+    "AsyncReports",
+    "AsyncRepositories",
+    "AsyncSearch",
+    "AsyncUsers",
+    "AsyncWebhooks",
+    "AsyncWorkspaces",
+    "Auth",
+    "Comments",
+    "DashboardResource",
+    "Deliveries",
+    "Events",
+    "Invitations",
+    "Issues",
+    "Labels",
+    "Members",
+    "MetricsResource",
+    "Projects",
+    "Pulls",
+    "RateLimitResource",
+    "Reports",
+    "Repositories",
+    "Search",
+    "Users",
+    "Webhooks",
+    "Workspaces",
+]
 
-Id = int
 
-
-class Resource:
-    def __init__(self, client: BaseClient):
-        self._client = client
-
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._client.request(method, path, **kwargs)  # type: ignore[attr-defined]
-
-    def _list(self, path: str, model: Any, **params: Any) -> Any:
-        return self._client.paginate(path, params, model)  # type: ignore[attr-defined]
-
-
-class Projects(Resource):
-    def list(
-        self,
-        *,
-        workspace_id: Id | None = None,
-        status: str | None = None,
-        visibility: str | None = None,
-        q: str | None = None,
-        per_page: int | None = None,
-    ) -> Pager[Project]:
-        return self._list(
-            "/v1/projects",
-            Project,
-            workspace_id=workspace_id,
-            status=status,
-            visibility=visibility,
-            q=q,
-            per_page=per_page,
-        )
-
+class ApiKeys(Resource):
     def create(
         self,
         *,
         name: str,
-        description: str = UNSET,
-        visibility: str = UNSET,
-        workspace_id: Id = UNSET,
+        scopes: Sequence[str],
+        expires_in: str | None = UNSET,
         idempotency_key: str | None = None,
-    ) -> Project:
-        body = {
-            "name": name,
-            "description": description,
-            "visibility": visibility,
-            "workspace_id": workspace_id,
-        }
-        return self._request(
-            "POST", "/v1/projects", json=body, model=Project, idempotency_key=idempotency_key
+    ) -> ApiKeyCreated:
+        return self._one(
+            ApiKeyCreated,
+            "POST",
+            "/v1/api-keys",
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in},
+            idempotency_key=idempotency_key,
         )
 
-    def get(self, project_id: Id) -> Project:
-        return self._request("GET", f"/v1/projects/{project_id}", model=Project)
+    def get(self, key_id: int) -> ApiKey:
+        return self._one(ApiKey, "GET", f"/v1/api-keys/{key_id}")
 
-    def update(
-        self,
-        project_id: Id,
-        *,
-        name: str = UNSET,
-        description: str = UNSET,
-        visibility: str = UNSET,
-        status: str = UNSET,
-        if_match: str | None = None,
-    ) -> Project:
-        """PATCH: changes only the fields given."""
-        body = {
-            "name": name,
-            "description": description,
-            "visibility": visibility,
-            "status": status,
-        }
-        return self._request(
-            "PATCH", f"/v1/projects/{project_id}", json=body, model=Project, if_match=if_match
-        )
+    def list(self, *, per_page: int | None = None) -> Pager[ApiKey]:
+        return self._page(ApiKey, "/v1/api-keys", per_page=per_page)
 
-    def replace(
+    def revoke(self, key_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
+
+
+class AsyncApiKeys(AsyncResource):
+    def create(
         self,
-        project_id: Id,
         *,
         name: str,
-        description: str = UNSET,
-        visibility: str = UNSET,
-        status: str = UNSET,
-        if_match: str | None = None,
-    ) -> Project:
-        """PUT: fields left out go back to their defaults."""
-        body = {
-            "name": name,
-            "description": description,
-            "visibility": visibility,
-            "status": status,
-        }
-        return self._request(
-            "PUT", f"/v1/projects/{project_id}", json=body, model=Project, if_match=if_match
+        scopes: Sequence[str],
+        expires_in: str | None = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[ApiKeyCreated]:
+        return self._one(
+            ApiKeyCreated,
+            "POST",
+            "/v1/api-keys",
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in},
+            idempotency_key=idempotency_key,
         )
 
-    def delete(self, project_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/projects/{project_id}", if_match=if_match)
+    def get(self, key_id: int) -> Awaitable[ApiKey]:
+        return self._one(ApiKey, "GET", f"/v1/api-keys/{key_id}")
 
-    def archive(self, project_id: Id, *, if_match: str | None = None) -> Project:
-        return self.update(project_id, status="archived", if_match=if_match)
+    def list(self, *, per_page: int | None = None) -> AsyncPager[ApiKey]:
+        return self._page(ApiKey, "/v1/api-keys", per_page=per_page)
+
+    def revoke(self, key_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
 
 
-class Members(Resource):
-    """A project's team (``project_id=``) or a workspace's members (``workspace_id=``)."""
+class Auth(Resource):
+    def login(self, *, email: str, password: str) -> TokenPair:
+        return self._one(
+            TokenPair, "POST", "/v1/auth/login", json={"email": email, "password": password}
+        )
+
+    def logout(self, *, refresh_token: str) -> None:
+        """Ends the session of `refresh_token`: the refresh token, the access tokens issued from
+        it, and the access token sent as `Authorization: Bearer`, if any."""
+        return self._none("POST", "/v1/auth/logout", json={"refresh_token": refresh_token})
+
+    def refresh(self, *, refresh_token: str) -> TokenPair:
+        return self._one(
+            TokenPair, "POST", "/v1/auth/refresh", json={"refresh_token": refresh_token}
+        )
+
+
+class AsyncAuth(AsyncResource):
+    def login(self, *, email: str, password: str) -> Awaitable[TokenPair]:
+        return self._one(
+            TokenPair, "POST", "/v1/auth/login", json={"email": email, "password": password}
+        )
+
+    def logout(self, *, refresh_token: str) -> Awaitable[None]:
+        """Ends the session of `refresh_token`: the refresh token, the access tokens issued from
+        it, and the access token sent as `Authorization: Bearer`, if any."""
+        return self._none("POST", "/v1/auth/logout", json={"refresh_token": refresh_token})
+
+    def refresh(self, *, refresh_token: str) -> Awaitable[TokenPair]:
+        return self._one(
+            TokenPair, "POST", "/v1/auth/refresh", json={"refresh_token": refresh_token}
+        )
+
+
+class Comments(Resource):
+    def create(
+        self,
+        *,
+        body: str,
+        issue_id: int | None = None,
+        pull_id: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Comment:
+        """A Markdown comment on an issue (``issue_id=``) or a pull request (``pull_id=``);
+        ``@handle`` mentions a member who can see it."""
+        return self._one(
+            Comment,
+            "POST",
+            _thread(issue_id, pull_id, "create"),
+            json={"body": body},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, comment_id: int, *, if_match: str | None = None) -> None:
+        """Delete your own comment, or, as a workspace owner or admin, anyone's."""
+        return self._none("DELETE", f"/v1/comments/{comment_id}", if_match=if_match)
+
+    def get(self, comment_id: int) -> Comment:
+        """``/v1/comments/:id``: one comment, its edits and its deletion."""
+        return self._one(Comment, "GET", f"/v1/comments/{comment_id}")
+
+    def history(self, comment_id: int, *, per_page: int | None = None) -> Pager[CommentRevision]:
+        """The bodies the comment had before each edit, oldest first."""
+        return self._page(CommentRevision, f"/v1/comments/{comment_id}/history", per_page=per_page)
 
     def list(
         self,
         *,
-        project_id: Id | None = None,
-        workspace_id: Id | None = None,
-        role: str | None = None,
-        status: str | None = None,
-        q: str | None = None,
+        issue_id: int | None = None,
+        pull_id: int | None = None,
+        since: str | None = None,
         per_page: int | None = None,
-    ) -> Pager[ProjectMember] | Pager[User]:
-        if (project_id is None) == (workspace_id is None):
-            raise TypeError("members.list takes exactly one of project_id and workspace_id")
-        if project_id is not None:
-            return self._list(
-                f"/v1/projects/{project_id}/members", ProjectMember, per_page=per_page
-            )
-        return self._list(
-            f"/v1/workspaces/{workspace_id}/members",
-            User,
-            role=role,
-            status=status,
-            q=q,
-            per_page=per_page,
+    ) -> Pager[Comment]:
+        """The thread of an issue (``issue_id=``) or a pull request (``pull_id=``), oldest
+        first; ``since`` (ISO 8601): only comments written or edited at or after it."""
+        return self._page(
+            Comment, _thread(issue_id, pull_id, "list"), since=since, per_page=per_page
         )
 
-    def add(self, project_id: Id, *, user_id: Id) -> ProjectMember:
-        return self._request(
-            "POST",
-            f"/v1/projects/{project_id}/members",
-            json={"user_id": user_id},
-            model=ProjectMember,
+    def update(self, comment_id: int, *, body: str = UNSET, if_match: str | None = None) -> Comment:
+        """Change the body of your own comment; the body it replaces is kept in its history."""
+        return self._one(
+            Comment, "PATCH", f"/v1/comments/{comment_id}", json={"body": body}, if_match=if_match
         )
 
-    def remove(
+
+class AsyncComments(AsyncResource):
+    def create(
         self,
         *,
-        user_id: Id,
-        project_id: Id | None = None,
-        workspace_id: Id | None = None,
-        if_match: str | None = None,
-    ) -> None:
-        if (project_id is None) == (workspace_id is None):
-            raise TypeError("members.remove takes exactly one of project_id and workspace_id")
-        parent = (
-            f"projects/{project_id}" if project_id is not None else f"workspaces/{workspace_id}"
+        body: str,
+        issue_id: int | None = None,
+        pull_id: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Comment]:
+        """A Markdown comment on an issue (``issue_id=``) or a pull request (``pull_id=``);
+        ``@handle`` mentions a member who can see it."""
+        return self._one(
+            Comment,
+            "POST",
+            _thread(issue_id, pull_id, "create"),
+            json={"body": body},
+            idempotency_key=idempotency_key,
         )
-        return self._request("DELETE", f"/v1/{parent}/members/{user_id}", if_match=if_match)
+
+    def delete(self, comment_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        """Delete your own comment, or, as a workspace owner or admin, anyone's."""
+        return self._none("DELETE", f"/v1/comments/{comment_id}", if_match=if_match)
+
+    def get(self, comment_id: int) -> Awaitable[Comment]:
+        """``/v1/comments/:id``: one comment, its edits and its deletion."""
+        return self._one(Comment, "GET", f"/v1/comments/{comment_id}")
+
+    def history(
+        self, comment_id: int, *, per_page: int | None = None
+    ) -> AsyncPager[CommentRevision]:
+        """The bodies the comment had before each edit, oldest first."""
+        return self._page(CommentRevision, f"/v1/comments/{comment_id}/history", per_page=per_page)
+
+    def list(
+        self,
+        *,
+        issue_id: int | None = None,
+        pull_id: int | None = None,
+        since: str | None = None,
+        per_page: int | None = None,
+    ) -> AsyncPager[Comment]:
+        """The thread of an issue (``issue_id=``) or a pull request (``pull_id=``), oldest
+        first; ``since`` (ISO 8601): only comments written or edited at or after it."""
+        return self._page(
+            Comment, _thread(issue_id, pull_id, "list"), since=since, per_page=per_page
+        )
 
     def update(
-        self, workspace_id: Id, user_id: Id, *, role: str, if_match: str | None = None
-    ) -> User:
-        """A workspace member's role."""
-        return self._request(
-            "PATCH",
-            f"/v1/workspaces/{workspace_id}/members/{user_id}",
-            json={"role": role},
-            model=User,
+        self, comment_id: int, *, body: str = UNSET, if_match: str | None = None
+    ) -> Awaitable[Comment]:
+        """Change the body of your own comment; the body it replaces is kept in its history."""
+        return self._one(
+            Comment, "PATCH", f"/v1/comments/{comment_id}", json={"body": body}, if_match=if_match
+        )
+
+
+class DashboardResource(Resource):
+    def project(self, project_id: int, *, period: str | None = None) -> Dashboard:
+        """Daily series for charts over the period, and issue breakdowns."""
+        return self._one(
+            Dashboard, "GET", f"/v1/projects/{project_id}/dashboard", params={"period": period}
+        )
+
+    def workspace(self, workspace_id: int, *, period: str | None = None) -> WorkspaceDashboard:
+        """Daily series and breakdowns over the workspace's projects visible to the caller."""
+        return self._one(
+            WorkspaceDashboard,
+            "GET",
+            f"/v1/workspaces/{workspace_id}/dashboard",
+            params={"period": period},
+        )
+
+
+class AsyncDashboardResource(AsyncResource):
+    def project(self, project_id: int, *, period: str | None = None) -> Awaitable[Dashboard]:
+        """Daily series for charts over the period, and issue breakdowns."""
+        return self._one(
+            Dashboard, "GET", f"/v1/projects/{project_id}/dashboard", params={"period": period}
+        )
+
+    def workspace(
+        self, workspace_id: int, *, period: str | None = None
+    ) -> Awaitable[WorkspaceDashboard]:
+        """Daily series and breakdowns over the workspace's projects visible to the caller."""
+        return self._one(
+            WorkspaceDashboard,
+            "GET",
+            f"/v1/workspaces/{workspace_id}/dashboard",
+            params={"period": period},
+        )
+
+
+class Deliveries(Resource):
+    def get(self, webhook_id: int, delivery_id: int) -> DeliveryDetail:
+        return self._one(
+            DeliveryDetail, "GET", f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}"
+        )
+
+    def list(
+        self,
+        webhook_id: int,
+        *,
+        event_type: str | None = None,
+        per_page: int | None = None,
+        status: str | None = None,
+    ) -> Pager[Delivery]:
+        return self._page(
+            Delivery,
+            f"/v1/webhooks/{webhook_id}/deliveries",
+            event_type=event_type,
+            per_page=per_page,
+            status=status,
+        )
+
+    def redeliver(
+        self, webhook_id: int, delivery_id: int, *, idempotency_key: str | None = None
+    ) -> Delivery:
+        return self._one(
+            Delivery,
+            "POST",
+            f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",
+            idempotency_key=idempotency_key,
+        )
+
+
+class AsyncDeliveries(AsyncResource):
+    def get(self, webhook_id: int, delivery_id: int) -> Awaitable[DeliveryDetail]:
+        return self._one(
+            DeliveryDetail, "GET", f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}"
+        )
+
+    def list(
+        self,
+        webhook_id: int,
+        *,
+        event_type: str | None = None,
+        per_page: int | None = None,
+        status: str | None = None,
+    ) -> AsyncPager[Delivery]:
+        return self._page(
+            Delivery,
+            f"/v1/webhooks/{webhook_id}/deliveries",
+            event_type=event_type,
+            per_page=per_page,
+            status=status,
+        )
+
+    def redeliver(
+        self, webhook_id: int, delivery_id: int, *, idempotency_key: str | None = None
+    ) -> Awaitable[Delivery]:
+        return self._one(
+            Delivery,
+            "POST",
+            f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",
+            idempotency_key=idempotency_key,
+        )
+
+
+class Events(Resource):
+    def kinds(self) -> builtins.list[EventKind]:
+        return self._many(EventKind, "GET", "/v1/events/kinds")
+
+    def list(
+        self,
+        *,
+        after_id: int | None = None,
+        per_page: int | None = None,
+        project_id: int | None = None,
+        sort: str | Sequence[str] | None = None,
+        types: str | None = None,
+    ) -> Pager[Event]:
+        return self._page(
+            Event,
+            "/v1/events",
+            after_id=after_id,
+            per_page=per_page,
+            project_id=project_id,
+            sort=sort,
+            types=types,
+        )
+
+    def stream(
+        self,
+        *,
+        project_id: int | None = None,
+        types: Sequence[str] | str | None = None,
+        last_event_id: int | None = None,
+        on_resync: Callable[[ResyncRequired], Any] | None = None,
+        max_reconnects: int = 20,
+    ) -> Iterator[Event]:
+        """Events as they happen (``for event in ...``; ``async for`` on ``AsyncCollab``)."""
+        return self._stream(
+            {"project_id": project_id, "types": types},
+            last_event_id=last_event_id,
+            on_resync=on_resync,
+            max_reconnects=max_reconnects,
+        )
+
+
+class AsyncEvents(AsyncResource):
+    def kinds(self) -> Awaitable[builtins.list[EventKind]]:
+        return self._many(EventKind, "GET", "/v1/events/kinds")
+
+    def list(
+        self,
+        *,
+        after_id: int | None = None,
+        per_page: int | None = None,
+        project_id: int | None = None,
+        sort: str | Sequence[str] | None = None,
+        types: str | None = None,
+    ) -> AsyncPager[Event]:
+        return self._page(
+            Event,
+            "/v1/events",
+            after_id=after_id,
+            per_page=per_page,
+            project_id=project_id,
+            sort=sort,
+            types=types,
+        )
+
+    def stream(
+        self,
+        *,
+        project_id: int | None = None,
+        types: Sequence[str] | str | None = None,
+        last_event_id: int | None = None,
+        on_resync: Callable[[ResyncRequired], Any] | None = None,
+        max_reconnects: int = 20,
+    ) -> AsyncIterator[Event]:
+        """Events as they happen (``for event in ...``; ``async for`` on ``AsyncCollab``)."""
+        return self._stream(
+            {"project_id": project_id, "types": types},
+            last_event_id=last_event_id,
+            on_resync=on_resync,
+            max_reconnects=max_reconnects,
+        )
+
+
+class Invitations(Resource):
+    def accept(self, *, token: str, password: str, name: str = UNSET) -> Me:
+        return self._one(
+            Me,
+            "POST",
+            "/v1/invitations/accept",
+            json={"token": token, "password": password, "name": name},
+        )
+
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        email: str,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Invitation:
+        return self._one(
+            Invitation,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/invitations",
+            json={"email": email, "role": role, "projects": projects},
+            idempotency_key=idempotency_key,
+        )
+
+    def list(
+        self, workspace_id: int, *, per_page: int | None = None, status: str | None = None
+    ) -> Pager[Invitation]:
+        return self._page(
+            Invitation,
+            f"/v1/workspaces/{workspace_id}/invitations",
+            per_page=per_page,
+            status=status,
+        )
+
+    def revoke(self, workspace_id: int, invitation_id: int, *, if_match: str | None = None) -> None:
+        return self._none(
+            "DELETE",
+            f"/v1/workspaces/{workspace_id}/invitations/{invitation_id}",
+            if_match=if_match,
+        )
+
+
+class AsyncInvitations(AsyncResource):
+    def accept(self, *, token: str, password: str, name: str = UNSET) -> Awaitable[Me]:
+        return self._one(
+            Me,
+            "POST",
+            "/v1/invitations/accept",
+            json={"token": token, "password": password, "name": name},
+        )
+
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        email: str,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Invitation]:
+        return self._one(
+            Invitation,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/invitations",
+            json={"email": email, "role": role, "projects": projects},
+            idempotency_key=idempotency_key,
+        )
+
+    def list(
+        self, workspace_id: int, *, per_page: int | None = None, status: str | None = None
+    ) -> AsyncPager[Invitation]:
+        return self._page(
+            Invitation,
+            f"/v1/workspaces/{workspace_id}/invitations",
+            per_page=per_page,
+            status=status,
+        )
+
+    def revoke(
+        self, workspace_id: int, invitation_id: int, *, if_match: str | None = None
+    ) -> Awaitable[None]:
+        return self._none(
+            "DELETE",
+            f"/v1/workspaces/{workspace_id}/invitations/{invitation_id}",
             if_match=if_match,
         )
 
 
 class Issues(Resource):
+    def bulk_create(
+        self,
+        project_id: int,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        atomic: bool = False,
+        idempotency_key: str | None = None,
+    ) -> builtins.list[IssueBulkResult]:
+        """Up to 100 issues at once, each item the keyword arguments of ``create``. One result
+        per item, in order: ``.status`` 201 and ``.data``, or the item's own ``.error``; with
+        ``atomic=True`` a failing item raises its error (``details["index"]``) and nothing
+        is written."""
+        return self._many(
+            IssueBulkResult,
+            "POST",
+            f"/v1/projects/{project_id}/issues/bulk",
+            json={"items": [dict(item) for item in items], "atomic": atomic},
+            idempotency_key=idempotency_key,
+        )
+
+    def bulk_update(
+        self, items: Sequence[Mapping[str, Any]], *, atomic: bool = False
+    ) -> builtins.list[IssueBulkResult]:
+        """Up to 100 issues changed at once, each item ``{"id": ..., **fields of update}``.
+        One result per item, in order (``.status`` 200 and ``.data``, or ``.error``)."""
+        return self._many(
+            IssueBulkResult,
+            "PATCH",
+            "/v1/issues/bulk",
+            json={"items": [dict(item) for item in items], "atomic": atomic},
+        )
+
+    def create(
+        self,
+        project_id: int,
+        *,
+        title: str,
+        description: str = UNSET,
+        type: str = UNSET,
+        priority: str = UNSET,
+        status: str = UNSET,
+        assignee_id: int | None = UNSET,
+        labels: Sequence[str] = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Issue:
+        return self._one(
+            Issue,
+            "POST",
+            f"/v1/projects/{project_id}/issues",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, issue_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/issues/{issue_id}", if_match=if_match)
+
+    def get(self, issue_id: int) -> Issue:
+        return self._one(Issue, "GET", f"/v1/issues/{issue_id}")
+
+    def history(self, issue_id: int, *, per_page: int | None = None) -> Pager[IssueHistory]:
+        return self._page(IssueHistory, f"/v1/issues/{issue_id}/history", per_page=per_page)
+
     def list(
         self,
-        project_id: Id | None = None,
+        project_id: int | None = None,
         *,
         status: str | Sequence[str] | None = None,
         type: str | Sequence[str] | None = None,
         priority: str | Sequence[str] | None = None,
-        assignee: Id | str | None = None,
+        assignee: int | str | None = None,
         labels: str | Sequence[str] | None = None,
-        mentioned: Id | str | None = None,
+        mentioned: int | str | None = None,
         q: str | None = None,
         highlight: bool | None = None,
         sort: str | None = None,
@@ -251,9 +666,9 @@ class Issues(Resource):
         ``q``: full-text (``'login -flaky "two factor" auth*'``); with ``sort="relevance"``
         the best match first, with ``highlight=True`` each issue's ``highlights``."""
         path = f"/v1/projects/{project_id}/issues" if project_id is not None else "/v1/issues"
-        return self._list(
-            path,
+        return self._page(
             Issue,
+            path,
             status=status,
             type=type,
             priority=priority,
@@ -270,533 +685,1041 @@ class Issues(Resource):
             **filters,
         )
 
-    def create(
+    def replace(
         self,
-        project_id: Id,
+        issue_id: int,
         *,
         title: str,
         description: str = UNSET,
         type: str = UNSET,
         priority: str = UNSET,
         status: str = UNSET,
-        assignee_id: Id | None = UNSET,
+        assignee_id: int | None = UNSET,
         labels: Sequence[str] = UNSET,
-        idempotency_key: str | None = None,
+        if_match: str | None = None,
     ) -> Issue:
-        body = {
-            "title": title,
-            "description": description,
-            "type": type,
-            "priority": priority,
-            "status": status,
-            "assignee_id": assignee_id,
-            "labels": list(labels) if labels else labels,
-        }
-        return self._request(
-            "POST",
-            f"/v1/projects/{project_id}/issues",
-            json=body,
-            model=Issue,
-            idempotency_key=idempotency_key,
+        return self._one(
+            Issue,
+            "PUT",
+            f"/v1/issues/{issue_id}",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            if_match=if_match,
         )
-
-    def bulk_create(
-        self,
-        project_id: Id,
-        items: Sequence[Mapping[str, Any]],
-        *,
-        atomic: bool = False,
-        idempotency_key: str | None = None,
-    ) -> builtins.list[IssueBulkResult]:
-        """Up to 100 issues at once, each item the keyword arguments of ``create``. One result
-        per item, in order: ``.status`` 201 and ``.data``, or the item's own ``.error``; with
-        ``atomic=True`` a failing item raises its error (``details["index"]``) and nothing
-        is written."""
-        return self._request(
-            "POST",
-            f"/v1/projects/{project_id}/issues/bulk",
-            json={"items": [dict(item) for item in items], "atomic": atomic},
-            model=ListOf(IssueBulkResult),
-            idempotency_key=idempotency_key,
-        )
-
-    def get(self, issue_id: Id) -> Issue:
-        return self._request("GET", f"/v1/issues/{issue_id}", model=Issue)
 
     def update(
         self,
-        issue_id: Id,
+        issue_id: int,
         *,
         title: str = UNSET,
         description: str = UNSET,
         type: str = UNSET,
         priority: str = UNSET,
         status: str = UNSET,
-        assignee_id: Id | None = UNSET,
+        assignee_id: int | None = UNSET,
         labels: Sequence[str] = UNSET,
         if_match: str | None = None,
     ) -> Issue:
-        """PATCH: changes only the fields given (``assignee_id=None`` unassigns)."""
-        body = {
-            "title": title,
-            "description": description,
-            "type": type,
-            "priority": priority,
-            "status": status,
-            "assignee_id": assignee_id,
-            "labels": list(labels) if labels else labels,
-        }
-        return self._request(
-            "PATCH", f"/v1/issues/{issue_id}", json=body, model=Issue, if_match=if_match
+        return self._one(
+            Issue,
+            "PATCH",
+            f"/v1/issues/{issue_id}",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            if_match=if_match,
+        )
+
+
+class AsyncIssues(AsyncResource):
+    def bulk_create(
+        self,
+        project_id: int,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        atomic: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[builtins.list[IssueBulkResult]]:
+        """Up to 100 issues at once, each item the keyword arguments of ``create``. One result
+        per item, in order: ``.status`` 201 and ``.data``, or the item's own ``.error``; with
+        ``atomic=True`` a failing item raises its error (``details["index"]``) and nothing
+        is written."""
+        return self._many(
+            IssueBulkResult,
+            "POST",
+            f"/v1/projects/{project_id}/issues/bulk",
+            json={"items": [dict(item) for item in items], "atomic": atomic},
+            idempotency_key=idempotency_key,
         )
 
     def bulk_update(
         self, items: Sequence[Mapping[str, Any]], *, atomic: bool = False
-    ) -> builtins.list[IssueBulkResult]:
+    ) -> Awaitable[builtins.list[IssueBulkResult]]:
         """Up to 100 issues changed at once, each item ``{"id": ..., **fields of update}``.
         One result per item, in order (``.status`` 200 and ``.data``, or ``.error``)."""
-        return self._request(
+        return self._many(
+            IssueBulkResult,
             "PATCH",
             "/v1/issues/bulk",
             json={"items": [dict(item) for item in items], "atomic": atomic},
-            model=ListOf(IssueBulkResult),
         )
 
-    def replace(
+    def create(
         self,
-        issue_id: Id,
+        project_id: int,
         *,
         title: str,
         description: str = UNSET,
         type: str = UNSET,
         priority: str = UNSET,
         status: str = UNSET,
-        assignee_id: Id | None = UNSET,
+        assignee_id: int | None = UNSET,
         labels: Sequence[str] = UNSET,
-        if_match: str | None = None,
-    ) -> Issue:
-        """PUT: fields left out go back to their defaults."""
-        body = {
-            "title": title,
-            "description": description,
-            "type": type,
-            "priority": priority,
-            "status": status,
-            "assignee_id": assignee_id,
-            "labels": list(labels) if labels else labels,
-        }
-        return self._request(
-            "PUT", f"/v1/issues/{issue_id}", json=body, model=Issue, if_match=if_match
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Issue]:
+        return self._one(
+            Issue,
+            "POST",
+            f"/v1/projects/{project_id}/issues",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            idempotency_key=idempotency_key,
         )
 
-    def delete(self, issue_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/issues/{issue_id}", if_match=if_match)
+    def delete(self, issue_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/issues/{issue_id}", if_match=if_match)
 
-    def history(self, issue_id: Id, *, per_page: int | None = None) -> Pager[IssueHistory]:
-        return self._list(f"/v1/issues/{issue_id}/history", IssueHistory, per_page=per_page)
+    def get(self, issue_id: int) -> Awaitable[Issue]:
+        return self._one(Issue, "GET", f"/v1/issues/{issue_id}")
+
+    def history(self, issue_id: int, *, per_page: int | None = None) -> AsyncPager[IssueHistory]:
+        return self._page(IssueHistory, f"/v1/issues/{issue_id}/history", per_page=per_page)
+
+    def list(
+        self,
+        project_id: int | None = None,
+        *,
+        status: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+        priority: str | Sequence[str] | None = None,
+        assignee: int | str | None = None,
+        labels: str | Sequence[str] | None = None,
+        mentioned: int | str | None = None,
+        q: str | None = None,
+        highlight: bool | None = None,
+        sort: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
+        updated_after: str | None = None,
+        per_page: int | None = None,
+        **filters: Any,
+    ) -> AsyncPager[Issue]:
+        """Issues of one project, or (without ``project_id``) of every project you see.
+        ``mentioned="me"`` (or a user id): those whose comments ``@mention`` that person.
+        ``q``: full-text (``'login -flaky "two factor" auth*'``); with ``sort="relevance"``
+        the best match first, with ``highlight=True`` each issue's ``highlights``."""
+        path = f"/v1/projects/{project_id}/issues" if project_id is not None else "/v1/issues"
+        return self._page(
+            Issue,
+            path,
+            status=status,
+            type=type,
+            priority=priority,
+            assignee=assignee,
+            labels=labels,
+            mentioned=mentioned,
+            q=q,
+            highlight=highlight,
+            sort=sort,
+            created_after=created_after,
+            created_before=created_before,
+            updated_after=updated_after,
+            per_page=per_page,
+            **filters,
+        )
+
+    def replace(
+        self,
+        issue_id: int,
+        *,
+        title: str,
+        description: str = UNSET,
+        type: str = UNSET,
+        priority: str = UNSET,
+        status: str = UNSET,
+        assignee_id: int | None = UNSET,
+        labels: Sequence[str] = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Issue]:
+        return self._one(
+            Issue,
+            "PUT",
+            f"/v1/issues/{issue_id}",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            if_match=if_match,
+        )
+
+    def update(
+        self,
+        issue_id: int,
+        *,
+        title: str = UNSET,
+        description: str = UNSET,
+        type: str = UNSET,
+        priority: str = UNSET,
+        status: str = UNSET,
+        assignee_id: int | None = UNSET,
+        labels: Sequence[str] = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Issue]:
+        return self._one(
+            Issue,
+            "PATCH",
+            f"/v1/issues/{issue_id}",
+            json={
+                "title": title,
+                "description": description,
+                "type": type,
+                "priority": priority,
+                "status": status,
+                "assignee_id": assignee_id,
+                "labels": labels,
+            },
+            if_match=if_match,
+        )
 
 
 class Labels(Resource):
-    def list(self, project_id: Id, *, per_page: int | None = None) -> Pager[Label]:
-        return self._list(f"/v1/projects/{project_id}/labels", Label, per_page=per_page)
-
     def create(
         self,
-        project_id: Id,
+        project_id: int,
         *,
         name: str,
         color: str = UNSET,
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> Label:
-        return self._request(
+        return self._one(
+            Label,
             "POST",
             f"/v1/projects/{project_id}/labels",
             json={"name": name, "color": color, "description": description},
-            model=Label,
             idempotency_key=idempotency_key,
         )
 
-    def get(self, label_id: Id) -> Label:
-        return self._request("GET", f"/v1/labels/{label_id}", model=Label)
+    def delete(self, label_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/labels/{label_id}", if_match=if_match)
+
+    def get(self, label_id: int) -> Label:
+        return self._one(Label, "GET", f"/v1/labels/{label_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Label]:
+        return self._page(Label, f"/v1/projects/{project_id}/labels", per_page=per_page)
+
+    def replace(
+        self,
+        label_id: int,
+        *,
+        name: str,
+        color: str = UNSET,
+        description: str = UNSET,
+        if_match: str | None = None,
+    ) -> Label:
+        return self._one(
+            Label,
+            "PUT",
+            f"/v1/labels/{label_id}",
+            json={"name": name, "color": color, "description": description},
+            if_match=if_match,
+        )
 
     def update(
         self,
-        label_id: Id,
+        label_id: int,
         *,
         name: str = UNSET,
         color: str = UNSET,
         description: str = UNSET,
         if_match: str | None = None,
     ) -> Label:
-        body = {"name": name, "color": color, "description": description}
-        return self._request(
-            "PATCH", f"/v1/labels/{label_id}", json=body, model=Label, if_match=if_match
+        return self._one(
+            Label,
+            "PATCH",
+            f"/v1/labels/{label_id}",
+            json={"name": name, "color": color, "description": description},
+            if_match=if_match,
         )
+
+
+class AsyncLabels(AsyncResource):
+    def create(
+        self,
+        project_id: int,
+        *,
+        name: str,
+        color: str = UNSET,
+        description: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Label]:
+        return self._one(
+            Label,
+            "POST",
+            f"/v1/projects/{project_id}/labels",
+            json={"name": name, "color": color, "description": description},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, label_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/labels/{label_id}", if_match=if_match)
+
+    def get(self, label_id: int) -> Awaitable[Label]:
+        return self._one(Label, "GET", f"/v1/labels/{label_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Label]:
+        return self._page(Label, f"/v1/projects/{project_id}/labels", per_page=per_page)
 
     def replace(
         self,
-        label_id: Id,
+        label_id: int,
         *,
         name: str,
         color: str = UNSET,
         description: str = UNSET,
         if_match: str | None = None,
-    ) -> Label:
-        body = {"name": name, "color": color, "description": description}
-        return self._request(
-            "PUT", f"/v1/labels/{label_id}", json=body, model=Label, if_match=if_match
+    ) -> Awaitable[Label]:
+        return self._one(
+            Label,
+            "PUT",
+            f"/v1/labels/{label_id}",
+            json={"name": name, "color": color, "description": description},
+            if_match=if_match,
         )
 
-    def delete(self, label_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/labels/{label_id}", if_match=if_match)
+    def update(
+        self,
+        label_id: int,
+        *,
+        name: str = UNSET,
+        color: str = UNSET,
+        description: str = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Label]:
+        return self._one(
+            Label,
+            "PATCH",
+            f"/v1/labels/{label_id}",
+            json={"name": name, "color": color, "description": description},
+            if_match=if_match,
+        )
 
 
-class Repositories(Resource):
-    def list(self, project_id: Id, *, per_page: int | None = None) -> Pager[Repository]:
-        return self._list(f"/v1/projects/{project_id}/repositories", Repository, per_page=per_page)
-
-    def create(
-        self, project_id: Id, *, name: str, clone_url: str, idempotency_key: str | None = None
-    ) -> RepositoryCreated:
-        """Registers a git repository; the result's ``webhook_secret`` is shown once."""
-        return self._request(
+class Members(Resource):
+    def add(
+        self, project_id: int, *, user_id: int, idempotency_key: str | None = None
+    ) -> ProjectMember:
+        return self._one(
+            ProjectMember,
             "POST",
-            f"/v1/projects/{project_id}/repositories",
-            json={"name": name, "clone_url": clone_url},
-            model=RepositoryCreated,
+            f"/v1/projects/{project_id}/members",
+            json={"user_id": user_id},
             idempotency_key=idempotency_key,
         )
 
-    def get(self, repository_id: Id) -> Repository:
-        return self._request("GET", f"/v1/repositories/{repository_id}", model=Repository)
-
-    def delete(self, repository_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/repositories/{repository_id}", if_match=if_match)
-
-    def branches(self, repository_id: Id, *, per_page: int | None = None) -> Pager[Branch]:
-        return self._list(f"/v1/repositories/{repository_id}/branches", Branch, per_page=per_page)
-
-    def commits(
-        self, repository_id: Id, *, branch: str | None = None, per_page: int | None = None
-    ) -> Pager[Commit]:
-        return self._list(
-            f"/v1/repositories/{repository_id}/commits", Commit, branch=branch, per_page=per_page
+    def list(
+        self,
+        *,
+        project_id: int | None = None,
+        workspace_id: int | None = None,
+        role: str | None = None,
+        status: str | None = None,
+        q: str | None = None,
+        per_page: int | None = None,
+    ) -> Pager[ProjectMember] | Pager[User]:
+        """A project's team (``project_id=``) or a workspace's members (``workspace_id=``)."""
+        if (project_id is None) == (workspace_id is None):
+            raise TypeError("members.list takes exactly one of project_id and workspace_id")
+        if project_id is not None:
+            return self._page(
+                ProjectMember, f"/v1/projects/{project_id}/members", per_page=per_page
+            )
+        return self._page(
+            User,
+            f"/v1/workspaces/{workspace_id}/members",
+            role=role,
+            status=status,
+            q=q,
+            per_page=per_page,
         )
 
-    def sync(self, repository_id: Id) -> Repository:
-        """Queues a fetch of the repository (202): its ``sync_status`` says when done."""
-        return self._request("POST", f"/v1/repositories/{repository_id}/sync", model=Repository)
+    def remove(
+        self,
+        *,
+        user_id: int,
+        project_id: int | None = None,
+        workspace_id: int | None = None,
+        if_match: str | None = None,
+    ) -> None:
+        """Removes a member of a project (``project_id=``) or a workspace (``workspace_id=``)."""
+        if (project_id is None) == (workspace_id is None):
+            raise TypeError("members.remove takes exactly one of project_id and workspace_id")
+        parent = (
+            f"projects/{project_id}" if project_id is not None else f"workspaces/{workspace_id}"
+        )
+        return self._none("DELETE", f"/v1/{parent}/members/{user_id}", if_match=if_match)
 
-    def push(self, repository_id: Id, *, secret: str, payload: dict | None = None) -> PushAccepted:
-        """What a git server sends on a push: the body signed with the repository's secret."""
-        body = json.dumps(payload or {}).encode()
-        signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        return self._request(
+    def update(
+        self, workspace_id: int, user_id: int, *, role: str = UNSET, if_match: str | None = None
+    ) -> User:
+        return self._one(
+            User,
+            "PATCH",
+            f"/v1/workspaces/{workspace_id}/members/{user_id}",
+            json={"role": role},
+            if_match=if_match,
+        )
+
+
+class AsyncMembers(AsyncResource):
+    def add(
+        self, project_id: int, *, user_id: int, idempotency_key: str | None = None
+    ) -> Awaitable[ProjectMember]:
+        return self._one(
+            ProjectMember,
             "POST",
-            f"/v1/repositories/{repository_id}/push",
-            content=body,
-            headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"},
-            model=PushAccepted,
+            f"/v1/projects/{project_id}/members",
+            json={"user_id": user_id},
+            idempotency_key=idempotency_key,
+        )
+
+    def list(
+        self,
+        *,
+        project_id: int | None = None,
+        workspace_id: int | None = None,
+        role: str | None = None,
+        status: str | None = None,
+        q: str | None = None,
+        per_page: int | None = None,
+    ) -> AsyncPager[ProjectMember] | AsyncPager[User]:
+        """A project's team (``project_id=``) or a workspace's members (``workspace_id=``)."""
+        if (project_id is None) == (workspace_id is None):
+            raise TypeError("members.list takes exactly one of project_id and workspace_id")
+        if project_id is not None:
+            return self._page(
+                ProjectMember, f"/v1/projects/{project_id}/members", per_page=per_page
+            )
+        return self._page(
+            User,
+            f"/v1/workspaces/{workspace_id}/members",
+            role=role,
+            status=status,
+            q=q,
+            per_page=per_page,
+        )
+
+    def remove(
+        self,
+        *,
+        user_id: int,
+        project_id: int | None = None,
+        workspace_id: int | None = None,
+        if_match: str | None = None,
+    ) -> Awaitable[None]:
+        """Removes a member of a project (``project_id=``) or a workspace (``workspace_id=``)."""
+        if (project_id is None) == (workspace_id is None):
+            raise TypeError("members.remove takes exactly one of project_id and workspace_id")
+        parent = (
+            f"projects/{project_id}" if project_id is not None else f"workspaces/{workspace_id}"
+        )
+        return self._none("DELETE", f"/v1/{parent}/members/{user_id}", if_match=if_match)
+
+    def update(
+        self, workspace_id: int, user_id: int, *, role: str = UNSET, if_match: str | None = None
+    ) -> Awaitable[User]:
+        return self._one(
+            User,
+            "PATCH",
+            f"/v1/workspaces/{workspace_id}/members/{user_id}",
+            json={"role": role},
+            if_match=if_match,
+        )
+
+
+class MetricsResource(Resource):
+    def get(self, project_id: int, *, period: str | None = None) -> Metrics:
+        """Issue, commit and pull request figures over a period (README, Analytics)."""
+        return self._one(
+            Metrics, "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}
+        )
+
+
+class AsyncMetricsResource(AsyncResource):
+    def get(self, project_id: int, *, period: str | None = None) -> Awaitable[Metrics]:
+        """Issue, commit and pull request figures over a period (README, Analytics)."""
+        return self._one(
+            Metrics, "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}
+        )
+
+
+class Projects(Resource):
+    def archive(self, project_id: int, *, if_match: str | None = None) -> Project:
+        """PATCH the status to ``archived``."""
+        return self.update(project_id, status="archived", if_match=if_match)
+
+    def create(
+        self,
+        *,
+        name: str,
+        workspace_id: int = UNSET,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Project:
+        return self._one(
+            Project,
+            "POST",
+            "/v1/projects",
+            json={
+                "name": name,
+                "workspace_id": workspace_id,
+                "description": description,
+                "visibility": visibility,
+            },
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, project_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/projects/{project_id}", if_match=if_match)
+
+    def get(self, project_id: int) -> Project:
+        return self._one(Project, "GET", f"/v1/projects/{project_id}")
+
+    def list(
+        self,
+        *,
+        per_page: int | None = None,
+        q: str | None = None,
+        status: str | None = None,
+        visibility: str | None = None,
+        workspace_id: int | None = None,
+    ) -> Pager[Project]:
+        return self._page(
+            Project,
+            "/v1/projects",
+            per_page=per_page,
+            q=q,
+            status=status,
+            visibility=visibility,
+            workspace_id=workspace_id,
+        )
+
+    def replace(
+        self,
+        project_id: int,
+        *,
+        name: str,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        status: str = UNSET,
+        if_match: str | None = None,
+    ) -> Project:
+        return self._one(
+            Project,
+            "PUT",
+            f"/v1/projects/{project_id}",
+            json={
+                "name": name,
+                "description": description,
+                "visibility": visibility,
+                "status": status,
+            },
+            if_match=if_match,
+        )
+
+    def update(
+        self,
+        project_id: int,
+        *,
+        name: str = UNSET,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        status: str = UNSET,
+        if_match: str | None = None,
+    ) -> Project:
+        return self._one(
+            Project,
+            "PATCH",
+            f"/v1/projects/{project_id}",
+            json={
+                "name": name,
+                "description": description,
+                "visibility": visibility,
+                "status": status,
+            },
+            if_match=if_match,
+        )
+
+
+class AsyncProjects(AsyncResource):
+    def archive(self, project_id: int, *, if_match: str | None = None) -> Awaitable[Project]:
+        """PATCH the status to ``archived``."""
+        return self.update(project_id, status="archived", if_match=if_match)
+
+    def create(
+        self,
+        *,
+        name: str,
+        workspace_id: int = UNSET,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Project]:
+        return self._one(
+            Project,
+            "POST",
+            "/v1/projects",
+            json={
+                "name": name,
+                "workspace_id": workspace_id,
+                "description": description,
+                "visibility": visibility,
+            },
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, project_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/projects/{project_id}", if_match=if_match)
+
+    def get(self, project_id: int) -> Awaitable[Project]:
+        return self._one(Project, "GET", f"/v1/projects/{project_id}")
+
+    def list(
+        self,
+        *,
+        per_page: int | None = None,
+        q: str | None = None,
+        status: str | None = None,
+        visibility: str | None = None,
+        workspace_id: int | None = None,
+    ) -> AsyncPager[Project]:
+        return self._page(
+            Project,
+            "/v1/projects",
+            per_page=per_page,
+            q=q,
+            status=status,
+            visibility=visibility,
+            workspace_id=workspace_id,
+        )
+
+    def replace(
+        self,
+        project_id: int,
+        *,
+        name: str,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        status: str = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Project]:
+        return self._one(
+            Project,
+            "PUT",
+            f"/v1/projects/{project_id}",
+            json={
+                "name": name,
+                "description": description,
+                "visibility": visibility,
+                "status": status,
+            },
+            if_match=if_match,
+        )
+
+    def update(
+        self,
+        project_id: int,
+        *,
+        name: str = UNSET,
+        description: str = UNSET,
+        visibility: str = UNSET,
+        status: str = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Project]:
+        return self._one(
+            Project,
+            "PATCH",
+            f"/v1/projects/{project_id}",
+            json={
+                "name": name,
+                "description": description,
+                "visibility": visibility,
+                "status": status,
+            },
+            if_match=if_match,
         )
 
 
 class Pulls(Resource):
-    def list(
-        self, repository_id: Id, *, state: str | None = None, per_page: int | None = None
-    ) -> Pager[PullRequest]:
-        return self._list(
-            f"/v1/repositories/{repository_id}/pulls", PullRequest, state=state, per_page=per_page
-        )
-
     def create(
         self,
-        repository_id: Id,
+        repository_id: int,
         *,
         title: str,
         head: str,
-        base: str = UNSET,
+        base: str,
         description: str = UNSET,
         idempotency_key: str | None = None,
     ) -> PullRequest:
-        body = {"title": title, "head": head, "base": base, "description": description}
-        return self._request(
+        """Open a pull request of `head` into `base`: existing, different branches, with no other
+        open pull request for the same pair."""
+        return self._one(
+            PullRequest,
             "POST",
             f"/v1/repositories/{repository_id}/pulls",
-            json=body,
-            model=PullRequest,
+            json={"title": title, "head": head, "base": base, "description": description},
             idempotency_key=idempotency_key,
         )
 
-    def get(self, pull_id: Id) -> PullRequest:
-        return self._request("GET", f"/v1/pulls/{pull_id}", model=PullRequest)
+    def get(self, pull_id: int) -> PullRequest:
+        """``/v1/pulls/:id``: one pull request."""
+        return self._one(PullRequest, "GET", f"/v1/pulls/{pull_id}")
+
+    def list(
+        self,
+        repository_id: int,
+        *,
+        per_page: int | None = None,
+        state: str | Sequence[str] | None = None,
+    ) -> Pager[PullRequest]:
+        """``/v1/repositories/:repository_id/pulls``."""
+        return self._page(
+            PullRequest, f"/v1/repositories/{repository_id}/pulls", per_page=per_page, state=state
+        )
+
+    def merge(
+        self, pull_id: int, *, method: str = UNSET, idempotency_key: str | None = None
+    ) -> PullRequest:
+        """Merge for real: `merge` (a merge commit), `squash` (one commit) or `fast_forward`,
+        pushed to the repository's origin. A conflict answers 409 and changes nothing."""
+        return self._one(
+            PullRequest,
+            "POST",
+            f"/v1/pulls/{pull_id}/merge",
+            json={"method": method},
+            idempotency_key=idempotency_key,
+        )
+
+    def review(
+        self, pull_id: int, *, state: str, body: str = UNSET, idempotency_key: str | None = None
+    ) -> Review:
+        """Review: `approved`, `changes_requested` or `commented`, with a body."""
+        return self._one(
+            Review,
+            "POST",
+            f"/v1/pulls/{pull_id}/reviews",
+            json={"state": state, "body": body},
+            idempotency_key=idempotency_key,
+        )
+
+    def reviews(self, pull_id: int, *, per_page: int | None = None) -> Pager[Review]:
+        """``/v1/pulls/:pull_id/reviews``."""
+        return self._page(Review, f"/v1/pulls/{pull_id}/reviews", per_page=per_page)
 
     def update(
         self,
-        pull_id: Id,
+        pull_id: int,
         *,
         title: str = UNSET,
         description: str = UNSET,
         state: str = UNSET,
         if_match: str | None = None,
     ) -> PullRequest:
-        body = {"title": title, "description": description, "state": state}
-        return self._request(
-            "PATCH", f"/v1/pulls/{pull_id}", json=body, model=PullRequest, if_match=if_match
-        )
-
-    def merge(
-        self, pull_id: Id, *, method: str = UNSET, idempotency_key: str | None = None
-    ) -> PullRequest:
-        """Merges for real (``merge``, ``squash`` or ``fast_forward``); ``Conflict`` if not."""
-        return self._request(
-            "POST",
-            f"/v1/pulls/{pull_id}/merge",
-            json={"method": method},
-            model=PullRequest,
-            idempotency_key=idempotency_key,
-        )
-
-    def reviews(self, pull_id: Id, *, per_page: int | None = None) -> Pager[Review]:
-        return self._list(f"/v1/pulls/{pull_id}/reviews", Review, per_page=per_page)
-
-    def review(
-        self, pull_id: Id, *, state: str, body: str = UNSET, idempotency_key: str | None = None
-    ) -> Review:
-        return self._request(
-            "POST",
-            f"/v1/pulls/{pull_id}/reviews",
-            json={"state": state, "body": body},
-            model=Review,
-            idempotency_key=idempotency_key,
-        )
-
-
-class Comments(Resource):
-    """The thread of an issue (``issue_id=``) or a pull request (``pull_id=``), oldest
-    first, and each comment by its own id. A body is Markdown; ``@handle`` mentions a member
-    who can see the parent."""
-
-    def list(
-        self,
-        *,
-        issue_id: Id | None = None,
-        pull_id: Id | None = None,
-        since: str | None = None,
-        per_page: int | None = None,
-    ) -> Pager[Comment]:
-        """``since`` (ISO 8601): only comments written or edited at or after it."""
-        return self._list(
-            self._thread(issue_id, pull_id, "list"), Comment, since=since, per_page=per_page
-        )
-
-    def create(
-        self,
-        *,
-        body: str,
-        issue_id: Id | None = None,
-        pull_id: Id | None = None,
-        idempotency_key: str | None = None,
-    ) -> Comment:
-        return self._request(
-            "POST",
-            self._thread(issue_id, pull_id, "create"),
-            json={"body": body},
-            model=Comment,
-            idempotency_key=idempotency_key,
-        )
-
-    def get(self, comment_id: Id) -> Comment:
-        return self._request("GET", f"/v1/comments/{comment_id}", model=Comment)
-
-    def update(self, comment_id: Id, *, body: str, if_match: str | None = None) -> Comment:
-        """A new body for your own comment; the one it replaces goes to its ``history``."""
-        return self._request(
+        """Change the title or description; `state` closed closes, open reopens."""
+        return self._one(
+            PullRequest,
             "PATCH",
-            f"/v1/comments/{comment_id}",
-            json={"body": body},
-            model=Comment,
+            f"/v1/pulls/{pull_id}",
+            json={"title": title, "description": description, "state": state},
             if_match=if_match,
         )
 
-    def delete(self, comment_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/comments/{comment_id}", if_match=if_match)
 
-    def history(self, comment_id: Id, *, per_page: int | None = None) -> Pager[CommentRevision]:
-        """The bodies the comment had before each edit, oldest first."""
-        return self._list(f"/v1/comments/{comment_id}/history", CommentRevision, per_page=per_page)
-
-    @staticmethod
-    def _thread(issue_id: Id | None, pull_id: Id | None, method: str) -> str:
-        # A comment belongs to exactly one parent: guessing one of two ids would post to
-        # the wrong thread, so naming neither or both is the caller's mistake.
-        if (issue_id is None) == (pull_id is None):
-            raise TypeError(f"comments.{method} takes exactly one of issue_id and pull_id")
-        if issue_id is not None:
-            return f"/v1/issues/{issue_id}/comments"
-        return f"/v1/pulls/{pull_id}/comments"
-
-
-class Webhooks(Resource):
-    def list(self, project_id: Id, *, per_page: int | None = None) -> Pager[Webhook]:
-        return self._list(f"/v1/projects/{project_id}/webhooks", Webhook, per_page=per_page)
-
+class AsyncPulls(AsyncResource):
     def create(
         self,
-        project_id: Id,
+        repository_id: int,
         *,
-        url: str,
-        events: Sequence[str],
-        secret: str,
+        title: str,
+        head: str,
+        base: str,
         description: str = UNSET,
         idempotency_key: str | None = None,
-    ) -> Webhook:
-        body = {"url": url, "events": list(events), "secret": secret, "description": description}
-        return self._request(
+    ) -> Awaitable[PullRequest]:
+        """Open a pull request of `head` into `base`: existing, different branches, with no other
+        open pull request for the same pair."""
+        return self._one(
+            PullRequest,
             "POST",
-            f"/v1/projects/{project_id}/webhooks",
-            json=body,
-            model=Webhook,
+            f"/v1/repositories/{repository_id}/pulls",
+            json={"title": title, "head": head, "base": base, "description": description},
             idempotency_key=idempotency_key,
         )
 
-    def get(self, webhook_id: Id) -> Webhook:
-        return self._request("GET", f"/v1/webhooks/{webhook_id}", model=Webhook)
+    def get(self, pull_id: int) -> Awaitable[PullRequest]:
+        """``/v1/pulls/:id``: one pull request."""
+        return self._one(PullRequest, "GET", f"/v1/pulls/{pull_id}")
+
+    def list(
+        self,
+        repository_id: int,
+        *,
+        per_page: int | None = None,
+        state: str | Sequence[str] | None = None,
+    ) -> AsyncPager[PullRequest]:
+        """``/v1/repositories/:repository_id/pulls``."""
+        return self._page(
+            PullRequest, f"/v1/repositories/{repository_id}/pulls", per_page=per_page, state=state
+        )
+
+    def merge(
+        self, pull_id: int, *, method: str = UNSET, idempotency_key: str | None = None
+    ) -> Awaitable[PullRequest]:
+        """Merge for real: `merge` (a merge commit), `squash` (one commit) or `fast_forward`,
+        pushed to the repository's origin. A conflict answers 409 and changes nothing."""
+        return self._one(
+            PullRequest,
+            "POST",
+            f"/v1/pulls/{pull_id}/merge",
+            json={"method": method},
+            idempotency_key=idempotency_key,
+        )
+
+    def review(
+        self, pull_id: int, *, state: str, body: str = UNSET, idempotency_key: str | None = None
+    ) -> Awaitable[Review]:
+        """Review: `approved`, `changes_requested` or `commented`, with a body."""
+        return self._one(
+            Review,
+            "POST",
+            f"/v1/pulls/{pull_id}/reviews",
+            json={"state": state, "body": body},
+            idempotency_key=idempotency_key,
+        )
+
+    def reviews(self, pull_id: int, *, per_page: int | None = None) -> AsyncPager[Review]:
+        """``/v1/pulls/:pull_id/reviews``."""
+        return self._page(Review, f"/v1/pulls/{pull_id}/reviews", per_page=per_page)
 
     def update(
         self,
-        webhook_id: Id,
+        pull_id: int,
         *,
-        url: str = UNSET,
-        events: Sequence[str] = UNSET,
-        secret: str = UNSET,
+        title: str = UNSET,
         description: str = UNSET,
-        active: bool = UNSET,
+        state: str = UNSET,
         if_match: str | None = None,
-    ) -> Webhook:
-        body = {
-            "url": url,
-            "events": list(events) if events else events,
-            "secret": secret,
-            "description": description,
-            "active": active,
-        }
-        return self._request(
-            "PATCH", f"/v1/webhooks/{webhook_id}", json=body, model=Webhook, if_match=if_match
-        )
-
-    def delete(self, webhook_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
-
-    def ping(self, webhook_id: Id) -> Delivery:
-        """Sends a ``webhook.ping`` to this webhook only."""
-        return self._request("POST", f"/v1/webhooks/{webhook_id}/ping", model=Delivery)
-
-
-class Deliveries(Resource):
-    def list(
-        self,
-        webhook_id: Id,
-        *,
-        status: str | None = None,
-        event_type: str | None = None,
-        per_page: int | None = None,
-    ) -> Pager[Delivery]:
-        return self._list(
-            f"/v1/webhooks/{webhook_id}/deliveries",
-            Delivery,
-            status=status,
-            event_type=event_type,
-            per_page=per_page,
-        )
-
-    def get(self, webhook_id: Id, delivery_id: Id) -> DeliveryDetail:
-        return self._request(
-            "GET", f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}", model=DeliveryDetail
-        )
-
-    def redeliver(self, webhook_id: Id, delivery_id: Id) -> Delivery:
-        return self._request(
-            "POST",
-            f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",
-            model=Delivery,
+    ) -> Awaitable[PullRequest]:
+        """Change the title or description; `state` closed closes, open reopens."""
+        return self._one(
+            PullRequest,
+            "PATCH",
+            f"/v1/pulls/{pull_id}",
+            json={"title": title, "description": description, "state": state},
+            if_match=if_match,
         )
 
 
-class Events(Resource):
-    def list(
-        self,
-        *,
-        project_id: Id | None = None,
-        types: Sequence[str] | str | None = None,
-        after_id: Id | None = None,
-        sort: str | None = None,
-        per_page: int | None = None,
-    ) -> Pager[Event]:
-        return self._list(
-            "/v1/events",
-            Event,
-            project_id=project_id,
-            types=types,
-            after_id=after_id,
-            sort=sort,
-            per_page=per_page,
-        )
-
-    def kinds(self) -> builtins.list[EventKind]:
-        return self._request("GET", "/v1/events/kinds", model=ListOf(EventKind))
-
-    def stream(
-        self,
-        *,
-        project_id: Id | None = None,
-        types: Sequence[str] | str | None = None,
-        last_event_id: Id | None = None,
-        on_resync: Callable[[ResyncRequired], Any] | None = None,
-        max_reconnects: int = 20,
-    ) -> Any:
-        """Events as they happen (``for event in ...``; ``async for`` on ``AsyncCollab``)."""
-        return self._client.stream(  # type: ignore[attr-defined]
-            {"project_id": project_id, "types": types},
-            last_event_id=last_event_id,
-            on_resync=on_resync,
-            max_reconnects=max_reconnects,
-        )
+class RateLimitResource(Resource):
+    def get(self) -> RateLimit:
+        """The caller's rate limit: tier, limit and the current window. Reading it is free: it does
+        not count against the limit. The same figures come on every response as
+        `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Used` and
+        `X-RateLimit-Reset`."""
+        return self._one(RateLimit, "GET", "/v1/rate_limit")
 
 
-class MetricsResource(Resource):
-    def get(self, project_id: Id, *, period: str | None = None) -> Metrics:
-        return self._request(
-            "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}, model=Metrics
-        )
+class AsyncRateLimitResource(AsyncResource):
+    def get(self) -> Awaitable[RateLimit]:
+        """The caller's rate limit: tier, limit and the current window. Reading it is free: it does
+        not count against the limit. The same figures come on every response as
+        `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Used` and
+        `X-RateLimit-Reset`."""
+        return self._one(RateLimit, "GET", "/v1/rate_limit")
 
 
 class Reports(Resource):
-    def issues(self, project_id: Id, *, format: str = "csv", **filters: Any) -> Any:
+    def issues(
+        self, project_id: int, *, format: str = "csv", **filters: Any
+    ) -> str | builtins.list[Issue]:
         """Every issue matching the issue list's filters: CSV text, or (``format="json"``)
         a list of records."""
         path = f"/v1/projects/{project_id}/reports/issues"
         params = {"format": format, **filters}
         if format == "csv":
-            return self._request("GET", path, params=params, model=str)
-        return self._request("GET", path, params=params, model=ListOf(Issue))
+            return self._one(str, "GET", path, params=params)
+        return self._many(Issue, "GET", path, params=params)
 
 
-class DashboardResource(Resource):
-    def project(self, project_id: Id, *, period: str | None = None) -> Dashboard:
-        return self._request(
-            "GET",
-            f"/v1/projects/{project_id}/dashboard",
-            params={"period": period},
-            model=Dashboard,
+class AsyncReports(AsyncResource):
+    def issues(
+        self, project_id: int, *, format: str = "csv", **filters: Any
+    ) -> Awaitable[str] | Awaitable[builtins.list[Issue]]:
+        """Every issue matching the issue list's filters: CSV text, or (``format="json"``)
+        a list of records."""
+        path = f"/v1/projects/{project_id}/reports/issues"
+        params = {"format": format, **filters}
+        if format == "csv":
+            return self._one(str, "GET", path, params=params)
+        return self._many(Issue, "GET", path, params=params)
+
+
+class Repositories(Resource):
+    def branches(self, repository_id: int, *, per_page: int | None = None) -> Pager[Branch]:
+        """The branches as of the last sync, the default one first."""
+        return self._page(Branch, f"/v1/repositories/{repository_id}/branches", per_page=per_page)
+
+    def commits(
+        self, repository_id: int, *, branch: str | None = None, per_page: int | None = None
+    ) -> Pager[Commit]:
+        return self._page(
+            Commit, f"/v1/repositories/{repository_id}/commits", branch=branch, per_page=per_page
         )
 
-    def workspace(self, workspace_id: Id, *, period: str | None = None) -> WorkspaceDashboard:
-        return self._request(
-            "GET",
-            f"/v1/workspaces/{workspace_id}/dashboard",
-            params={"period": period},
-            model=WorkspaceDashboard,
+    def create(
+        self, project_id: int, *, name: str, clone_url: str, idempotency_key: str | None = None
+    ) -> RepositoryCreated:
+        """Register a git repository by its clone URL; its first sync runs in the background. The
+        answer carries the push notification secret, shown this once."""
+        return self._one(
+            RepositoryCreated,
+            "POST",
+            f"/v1/projects/{project_id}/repositories",
+            json={"name": name, "clone_url": clone_url},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, repository_id: int, *, if_match: str | None = None) -> None:
+        """Unregister the repository (its mirror, commits and pull requests go with it)."""
+        return self._none("DELETE", f"/v1/repositories/{repository_id}", if_match=if_match)
+
+    def get(self, repository_id: int) -> Repository:
+        return self._one(Repository, "GET", f"/v1/repositories/{repository_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Repository]:
+        """``/v1/projects/:project_id/repositories``."""
+        return self._page(Repository, f"/v1/projects/{project_id}/repositories", per_page=per_page)
+
+    def push(
+        self, repository_id: int, *, secret: str, payload: dict[str, Any] | None = None
+    ) -> PushAccepted:
+        """What a git server sends on a push: the body signed with the repository's secret."""
+        body = json.dumps(payload or {}).encode()
+        signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        return self._one(
+            PushAccepted,
+            "POST",
+            f"/v1/repositories/{repository_id}/push",
+            content=body,
+            headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"},
+        )
+
+    def sync(self, repository_id: int, *, idempotency_key: str | None = None) -> Repository:
+        """Ask for a sync now; `sync_status` and `last_synced_at` tell when it is done."""
+        return self._one(
+            Repository,
+            "POST",
+            f"/v1/repositories/{repository_id}/sync",
+            idempotency_key=idempotency_key,
+        )
+
+
+class AsyncRepositories(AsyncResource):
+    def branches(self, repository_id: int, *, per_page: int | None = None) -> AsyncPager[Branch]:
+        """The branches as of the last sync, the default one first."""
+        return self._page(Branch, f"/v1/repositories/{repository_id}/branches", per_page=per_page)
+
+    def commits(
+        self, repository_id: int, *, branch: str | None = None, per_page: int | None = None
+    ) -> AsyncPager[Commit]:
+        return self._page(
+            Commit, f"/v1/repositories/{repository_id}/commits", branch=branch, per_page=per_page
+        )
+
+    def create(
+        self, project_id: int, *, name: str, clone_url: str, idempotency_key: str | None = None
+    ) -> Awaitable[RepositoryCreated]:
+        """Register a git repository by its clone URL; its first sync runs in the background. The
+        answer carries the push notification secret, shown this once."""
+        return self._one(
+            RepositoryCreated,
+            "POST",
+            f"/v1/projects/{project_id}/repositories",
+            json={"name": name, "clone_url": clone_url},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, repository_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        """Unregister the repository (its mirror, commits and pull requests go with it)."""
+        return self._none("DELETE", f"/v1/repositories/{repository_id}", if_match=if_match)
+
+    def get(self, repository_id: int) -> Awaitable[Repository]:
+        return self._one(Repository, "GET", f"/v1/repositories/{repository_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Repository]:
+        """``/v1/projects/:project_id/repositories``."""
+        return self._page(Repository, f"/v1/projects/{project_id}/repositories", per_page=per_page)
+
+    def push(
+        self, repository_id: int, *, secret: str, payload: dict[str, Any] | None = None
+    ) -> Awaitable[PushAccepted]:
+        """What a git server sends on a push: the body signed with the repository's secret."""
+        body = json.dumps(payload or {}).encode()
+        signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        return self._one(
+            PushAccepted,
+            "POST",
+            f"/v1/repositories/{repository_id}/push",
+            content=body,
+            headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"},
+        )
+
+    def sync(
+        self, repository_id: int, *, idempotency_key: str | None = None
+    ) -> Awaitable[Repository]:
+        """Ask for a sync now; `sync_status` and `last_synced_at` tell when it is done."""
+        return self._one(
+            Repository,
+            "POST",
+            f"/v1/repositories/{repository_id}/sync",
+            idempotency_key=idempotency_key,
         )
 
 
@@ -805,208 +1728,278 @@ class Search(Resource):
         self,
         q: str,
         *,
-        type: str | Sequence[str] | None = None,
-        project_id: Id | None = None,
-        sort: str | None = None,
         per_page: int | None = None,
+        project_id: int | None = None,
+        sort: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
     ) -> Pager[SearchHit]:
-        """Issues, pull requests and comments across every project you see, best match
-        first: ``client.search.query("login -flaky", type="issue")``."""
-        return self._list(
-            "/v1/search",
+        """Ranked, best match first: every term must match the title or the text. A key sees the
+        kinds its scopes read (`issues:read`: issues and their comments; `projects:read`: pull
+        requests and theirs)."""
+        return self._page(
             SearchHit,
+            "/v1/search",
             q=q,
-            type=type,
+            per_page=per_page,
             project_id=project_id,
             sort=sort,
+            type=type,
+        )
+
+
+class AsyncSearch(AsyncResource):
+    def query(
+        self,
+        q: str,
+        *,
+        per_page: int | None = None,
+        project_id: int | None = None,
+        sort: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+    ) -> AsyncPager[SearchHit]:
+        """Ranked, best match first: every term must match the title or the text. A key sees the
+        kinds its scopes read (`issues:read`: issues and their comments; `projects:read`: pull
+        requests and theirs)."""
+        return self._page(
+            SearchHit,
+            "/v1/search",
+            q=q,
             per_page=per_page,
+            project_id=project_id,
+            sort=sort,
+            type=type,
         )
 
 
 class Users(Resource):
+    def get(self, user_id: int, *, workspace_id: int | None = None) -> User:
+        """A member of the workspace, by user id."""
+        return self._one(User, "GET", f"/v1/users/{user_id}", params={"workspace_id": workspace_id})
+
     def list(
         self,
         *,
-        workspace_id: Id | None = None,
+        per_page: int | None = None,
+        q: str | None = None,
         role: str | None = None,
         status: str | None = None,
-        q: str | None = None,
-        per_page: int | None = None,
+        workspace_id: int | None = None,
     ) -> Pager[User]:
-        return self._list(
-            "/v1/users",
+        return self._page(
             User,
-            workspace_id=workspace_id,
+            "/v1/users",
+            per_page=per_page,
+            q=q,
             role=role,
             status=status,
-            q=q,
-            per_page=per_page,
-        )
-
-    def get(self, user_id: Id, *, workspace_id: Id | None = None) -> User:
-        return self._request(
-            "GET", f"/v1/users/{user_id}", params={"workspace_id": workspace_id}, model=User
+            workspace_id=workspace_id,
         )
 
     def me(self) -> Me:
-        return self._request("GET", "/v1/users/me", model=Me)
+        return self._one(Me, "GET", "/v1/users/me")
 
     def update_me(
         self, *, name: str = UNSET, handle: str = UNSET, if_match: str | None = None
     ) -> Me:
-        """PATCH your own name or ``handle`` (what others ``@mention``); a taken or malformed
-        handle is a ``ValidationError``."""
-        return self._request(
+        """Change your own name or handle (the `@handle` others mention you by)."""
+        return self._one(
+            Me, "PATCH", "/v1/users/me", json={"name": name, "handle": handle}, if_match=if_match
+        )
+
+
+class AsyncUsers(AsyncResource):
+    def get(self, user_id: int, *, workspace_id: int | None = None) -> Awaitable[User]:
+        """A member of the workspace, by user id."""
+        return self._one(User, "GET", f"/v1/users/{user_id}", params={"workspace_id": workspace_id})
+
+    def list(
+        self,
+        *,
+        per_page: int | None = None,
+        q: str | None = None,
+        role: str | None = None,
+        status: str | None = None,
+        workspace_id: int | None = None,
+    ) -> AsyncPager[User]:
+        return self._page(
+            User,
+            "/v1/users",
+            per_page=per_page,
+            q=q,
+            role=role,
+            status=status,
+            workspace_id=workspace_id,
+        )
+
+    def me(self) -> Awaitable[Me]:
+        return self._one(Me, "GET", "/v1/users/me")
+
+    def update_me(
+        self, *, name: str = UNSET, handle: str = UNSET, if_match: str | None = None
+    ) -> Awaitable[Me]:
+        """Change your own name or handle (the `@handle` others mention you by)."""
+        return self._one(
+            Me, "PATCH", "/v1/users/me", json={"name": name, "handle": handle}, if_match=if_match
+        )
+
+
+class Webhooks(Resource):
+    def create(
+        self,
+        project_id: int,
+        *,
+        url: str,
+        events: Sequence[str],
+        secret: str = UNSET,
+        description: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Webhook:
+        return self._one(
+            Webhook,
+            "POST",
+            f"/v1/projects/{project_id}/webhooks",
+            json={"url": url, "events": events, "secret": secret, "description": description},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, webhook_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
+
+    def get(self, webhook_id: int) -> Webhook:
+        return self._one(Webhook, "GET", f"/v1/webhooks/{webhook_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Webhook]:
+        return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
+
+    def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Delivery:
+        return self._one(
+            Delivery, "POST", f"/v1/webhooks/{webhook_id}/ping", idempotency_key=idempotency_key
+        )
+
+    def update(
+        self,
+        webhook_id: int,
+        *,
+        url: str = UNSET,
+        events: Sequence[str] = UNSET,
+        secret: str = UNSET,
+        description: str = UNSET,
+        active: bool = UNSET,
+        if_match: str | None = None,
+    ) -> Webhook:
+        return self._one(
+            Webhook,
             "PATCH",
-            "/v1/users/me",
-            json={"name": name, "handle": handle},
-            model=Me,
+            f"/v1/webhooks/{webhook_id}",
+            json={
+                "url": url,
+                "events": events,
+                "secret": secret,
+                "description": description,
+                "active": active,
+            },
+            if_match=if_match,
+        )
+
+
+class AsyncWebhooks(AsyncResource):
+    def create(
+        self,
+        project_id: int,
+        *,
+        url: str,
+        events: Sequence[str],
+        secret: str = UNSET,
+        description: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Webhook]:
+        return self._one(
+            Webhook,
+            "POST",
+            f"/v1/projects/{project_id}/webhooks",
+            json={"url": url, "events": events, "secret": secret, "description": description},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, webhook_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
+
+    def get(self, webhook_id: int) -> Awaitable[Webhook]:
+        return self._one(Webhook, "GET", f"/v1/webhooks/{webhook_id}")
+
+    def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Webhook]:
+        return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
+
+    def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Awaitable[Delivery]:
+        return self._one(
+            Delivery, "POST", f"/v1/webhooks/{webhook_id}/ping", idempotency_key=idempotency_key
+        )
+
+    def update(
+        self,
+        webhook_id: int,
+        *,
+        url: str = UNSET,
+        events: Sequence[str] = UNSET,
+        secret: str = UNSET,
+        description: str = UNSET,
+        active: bool = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[Webhook]:
+        return self._one(
+            Webhook,
+            "PATCH",
+            f"/v1/webhooks/{webhook_id}",
+            json={
+                "url": url,
+                "events": events,
+                "secret": secret,
+                "description": description,
+                "active": active,
+            },
             if_match=if_match,
         )
 
 
 class Workspaces(Resource):
-    def list(self, *, per_page: int | None = None) -> Pager[Workspace]:
-        return self._list("/v1/workspaces", Workspace, per_page=per_page)
-
     def create(self, *, name: str, idempotency_key: str | None = None) -> Workspace:
-        return self._request(
+        return self._one(
+            Workspace,
             "POST",
             "/v1/workspaces",
             json={"name": name},
-            model=Workspace,
             idempotency_key=idempotency_key,
         )
 
-    def get(self, workspace_id: Id) -> Workspace:
-        return self._request("GET", f"/v1/workspaces/{workspace_id}", model=Workspace)
+    def get(self, workspace_id: int) -> Workspace:
+        return self._one(Workspace, "GET", f"/v1/workspaces/{workspace_id}")
+
+    def list(self, *, per_page: int | None = None) -> Pager[Workspace]:
+        return self._page(Workspace, "/v1/workspaces", per_page=per_page)
 
 
-class Invitations(Resource):
-    def list(
-        self, workspace_id: Id, *, status: str | None = None, per_page: int | None = None
-    ) -> Pager[Invitation]:
-        return self._list(
-            f"/v1/workspaces/{workspace_id}/invitations",
-            Invitation,
-            status=status,
-            per_page=per_page,
-        )
-
-    def create(
-        self,
-        workspace_id: Id,
-        *,
-        email: str,
-        role: str = UNSET,
-        projects: Sequence[Id] = UNSET,
-        idempotency_key: str | None = None,
-    ) -> Invitation:
-        body = {"email": email, "role": role, "projects": list(projects) if projects else projects}
-        return self._request(
+class AsyncWorkspaces(AsyncResource):
+    def create(self, *, name: str, idempotency_key: str | None = None) -> Awaitable[Workspace]:
+        return self._one(
+            Workspace,
             "POST",
-            f"/v1/workspaces/{workspace_id}/invitations",
-            json=body,
-            model=Invitation,
+            "/v1/workspaces",
+            json={"name": name},
             idempotency_key=idempotency_key,
         )
 
-    def revoke(self, workspace_id: Id, invitation_id: Id, *, if_match: str | None = None) -> None:
-        return self._request(
-            "DELETE",
-            f"/v1/workspaces/{workspace_id}/invitations/{invitation_id}",
-            if_match=if_match,
-        )
+    def get(self, workspace_id: int) -> Awaitable[Workspace]:
+        return self._one(Workspace, "GET", f"/v1/workspaces/{workspace_id}")
 
-    def accept(self, *, token: str, name: str, password: str) -> Me:
-        """Accepts an emailed invitation: the new user's account (sign in with ``login``)."""
-        return self._request(
-            "POST",
-            "/v1/invitations/accept",
-            json={"token": token, "name": name, "password": password},
-            model=Me,
-        )
+    def list(self, *, per_page: int | None = None) -> AsyncPager[Workspace]:
+        return self._page(Workspace, "/v1/workspaces", per_page=per_page)
 
 
-class ApiKeys(Resource):
-    """Your API keys (the server requires a JWT sign-in: ``Collab.login``)."""
-
-    def list(self, *, per_page: int | None = None) -> Pager[ApiKey]:
-        return self._list("/v1/api-keys", ApiKey, per_page=per_page)
-
-    def create(
-        self,
-        *,
-        name: str,
-        scopes: Sequence[str],
-        expires_in: str | int | None = UNSET,
-        idempotency_key: str | None = None,
-    ) -> ApiKeyCreated:
-        """A new key; ``.key`` holds it, shown this once. ``expires_in``: ``"90d"``,
-        ``"1y"``, seconds, or ``None`` / ``"never"`` where allowed."""
-        body = {"name": name, "scopes": list(scopes), "expiresIn": expires_in}
-        return self._request(
-            "POST",
-            "/v1/api-keys",
-            json=body,
-            model=ApiKeyCreated,
-            idempotency_key=idempotency_key,
-        )
-
-    def get(self, key_id: Id) -> ApiKey:
-        return self._request("GET", f"/v1/api-keys/{key_id}", model=ApiKey)
-
-    def revoke(self, key_id: Id, *, if_match: str | None = None) -> None:
-        return self._request("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
-
-
-class RateLimitResource(Resource):
-    def get(self) -> RateLimit:
-        """Your tier and window, without counting against it."""
-        return self._request("GET", "/v1/rate_limit", model=RateLimit)
-
-
-class Auth(Resource):
-    """The sign-in calls themselves (``Collab.login`` and ``logout`` use them for you)."""
-
-    def login(self, *, email: str, password: str) -> TokenPair:
-        return self._request(
-            "POST", "/v1/auth/login", json={"email": email, "password": password}, model=TokenPair
-        )
-
-    def refresh(self, *, refresh_token: str) -> TokenPair:
-        return self._request(
-            "POST", "/v1/auth/refresh", json={"refresh_token": refresh_token}, model=TokenPair
-        )
-
-    def logout(self, *, refresh_token: str) -> None:
-        return self._request("POST", "/v1/auth/logout", json={"refresh_token": refresh_token})
-
-
-RESOURCES: dict[str, type[Resource]] = {
-    "projects": Projects,
-    "members": Members,
-    "issues": Issues,
-    "labels": Labels,
-    "repositories": Repositories,
-    "pulls": Pulls,
-    "comments": Comments,
-    "webhooks": Webhooks,
-    "deliveries": Deliveries,
-    "events": Events,
-    "metrics": MetricsResource,
-    "reports": Reports,
-    "dashboard": DashboardResource,
-    "search": Search,
-    "users": Users,
-    "workspaces": Workspaces,
-    "invitations": Invitations,
-    "api_keys": ApiKeys,
-    "rate_limit": RateLimitResource,
-    "auth": Auth,
-}
-
-
-def attach_resources(client: BaseClient) -> None:
-    for name, resource in RESOURCES.items():
-        setattr(client, name, resource(client))
+def _thread(issue_id: int | None, pull_id: int | None, method: str) -> str:
+    # A comment belongs to exactly one parent: guessing one of two ids would post to the
+    # wrong thread, so naming neither or both is the caller's mistake.
+    if (issue_id is None) == (pull_id is None):
+        raise TypeError(f"comments.{method} takes exactly one of issue_id and pull_id")
+    if issue_id is not None:
+        return f"/v1/issues/{issue_id}/comments"
+    return f"/v1/pulls/{pull_id}/comments"

@@ -79,7 +79,9 @@ def verify(
     return Event.from_dict(payload)
 
 
-def _signed(raw: bytes, headers: Mapping[str, Any], secrets: list[str], timestamp: str | None):
+def _signed(
+    raw: bytes, headers: Mapping[str, Any], secrets: list[str], timestamp: str | None
+) -> bool:
     hex_signature = _header(headers, "X-Collab-Signature-256")
     if hex_signature is not None:
         for secret in secrets:
@@ -100,7 +102,9 @@ def _signed(raw: bytes, headers: Mapping[str, Any], secrets: list[str], timestam
     return False
 
 
-def sign(body: bytes, secret: str, *, message_id: str, timestamp: int | None = None) -> dict:
+def sign(
+    body: bytes, secret: str, *, message_id: str, timestamp: int | None = None
+) -> dict[str, str]:
     """The headers Collab would send with ``body``: for a receiver's own tests."""
     sent_at = str(int(time.time()) if timestamp is None else timestamp)
     return {

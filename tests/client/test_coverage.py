@@ -1,5 +1,5 @@
 """The client keeps up with the server: every operation of the live schema has a method,
-and the committed models are what the generator makes of the current schema."""
+and the committed models and resources are what the generator makes of the current schema."""
 
 import json
 import subprocess
@@ -53,17 +53,19 @@ def test_the_resources_the_issue_names_exist():
         assert hasattr(client, name), name
 
 
-def test_the_committed_models_are_the_generators_output(schema, tmp_path):
+@pytest.mark.parametrize(
+    ("module", "arguments"), [("models.py", []), ("resources.py", ["resources"])]
+)
+def test_the_committed_modules_are_the_generators_output(schema, tmp_path, module, arguments):
     source = tmp_path / "schema.json"
     source.write_text(json.dumps(schema))
     generated = subprocess.run(  # noqa: S603 - our own script
-        [sys.executable, str(CLIENT / "tools" / "generate_models.py"), str(source)],
+        [sys.executable, str(CLIENT / "tools" / "generate_models.py"), str(source), *arguments],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    committed = (CLIENT / "collab_client" / "models.py").read_text()
-    assert generated == committed, (
-        "client/collab_client/models.py is out of date: run "
-        "python client/tools/generate_models.py <schema.json> > client/collab_client/models.py"
-    )
+    committed = (CLIENT / "collab_client" / module).read_text()
+    target = f"client/collab_client/{module}"
+    command = " ".join(["python client/tools/generate_models.py <schema.json>", *arguments])
+    assert generated == committed, f"{target} is out of date: run {command} > {target}"
