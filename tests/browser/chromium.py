@@ -129,6 +129,18 @@ class Chromium:
         )["result"]["value"]
         return location, [problem for event in self.events if (problem := _problem(event))]
 
+    def wait_until(self, expression: str, timeout: float = 30.0):
+        """Evaluate ``expression`` until it is truthy (a page's scripts still drawing on a busy
+        machine), reading events meanwhile; its last value."""
+        deadline = time.monotonic() + timeout
+        while not (value := self.evaluate(expression)) and time.monotonic() < deadline:
+            self._drain(0.25)
+        return value
+
+    def problems(self) -> list[str]:
+        """What the page reported since it was opened."""
+        return [problem for event in self.events if (problem := _problem(event))]
+
     def evaluate(self, expression: str):
         return self.call(
             "Runtime.evaluate", session=True, expression=expression, returnByValue=True
