@@ -23,6 +23,23 @@ from tests.factories import (
 )
 
 
+def _seconds(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("slow")
+    return 0.0 if mark is None else float(mark.kwargs.get("seconds", 10))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slowest tests start first (by ``@pytest.mark.slow(seconds=...)``): with ``-n 2`` a
+    two-minute test started last is the run's wall time; started first, the short ones fill
+    the other worker meanwhile. A module's tests stay together (its module-scoped fixtures
+    are built once), modules ordered by their slowest test; the others keep their order."""
+    slowest: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        slowest[module] = max(slowest.get(module, 0.0), _seconds(item))
+    items.sort(key=lambda item: (-slowest[item.nodeid.split("::", 1)[0]], -_seconds(item)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def redis_clean_slate():
     """Each xdist worker owns one Redis database (collab.settings.test): empty it at the start,

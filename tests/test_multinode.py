@@ -38,7 +38,11 @@ from tests.liveserver import (
 from tests.notifications.receiver import start_receiver
 from tests.notifications.test_stream import Reader
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow(seconds=35),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.live,
+]
 
 QUICK = {
     "WEBHOOK_RETRY_BASE_SECONDS": "0.2",

@@ -27,7 +27,7 @@ from tests.liveserver import (
 )
 from tests.notifications.receiver import start_receiver
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 SECRET = "end-to-end-secret"
 QUICK = {
