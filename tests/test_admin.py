@@ -16,22 +16,10 @@ from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspac
 from events.models import Event
 from events.services import event_record
 from projects.models import Project, ProjectMember
-from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, bearer
 from tests.factories import PASSWORD, UserFactory, make_api_key
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
-
-
-@pytest.fixture
-def root(db):
-    return UserFactory(email="root@collab.test", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def browser(root) -> Client:
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 def url(model, view: str, *args) -> str:
@@ -62,12 +50,6 @@ def form_data(response) -> dict:
 
 def messages_of(response) -> list[str]:
     return [str(message) for message in response.context["messages"]]
-
-
-def bearer(key: str):
-    client = client_for()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 # Every page -------------------------------------------------------------------------------

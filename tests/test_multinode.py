@@ -35,7 +35,6 @@ from tests.liveserver import (
     running_servers,
     wait_until,
 )
-from tests.notifications.receiver import start_receiver
 from tests.notifications.test_stream import Reader
 
 pytestmark = [
@@ -88,14 +87,6 @@ class Balancer:
                 with self.lock:
                     self.dead.add(target)
         raise AssertionError("no web node answered")
-
-
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture

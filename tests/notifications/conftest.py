@@ -1,7 +1,6 @@
 import pytest
 
 from tests.liveserver import asgi_server, process_env, require_services
-from tests.notifications.receiver import start_receiver
 
 
 @pytest.fixture
@@ -20,12 +19,3 @@ def fresh_receivers():
     transport.receivers.close()
     yield
     transport.receivers.close()
-
-
-@pytest.fixture
-def receiver():
-    """A receiver on 127.0.0.1 answering 200 (or the statuses it is told to)."""
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()

@@ -39,14 +39,6 @@ QUICK = {
 }
 
 
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
-
-
 class Api:
     def __init__(self, port: int, key: str):
         self.client = httpx.Client(
