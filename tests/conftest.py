@@ -6,10 +6,13 @@ workspace ("Globex") with its own project.
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts.models import Role
 from collab.api.scopes import ALL_SCOPES
@@ -21,6 +24,23 @@ from tests.factories import (
     WorkspaceFactory,
     make_api_key,
 )
+
+
+def _seconds(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("slow")
+    return 0.0 if mark is None else float(mark.kwargs.get("seconds", 10))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slowest tests start first (by ``@pytest.mark.slow(seconds=...)``): with ``-n 2`` a
+    two-minute test started last is the run's wall time; started first, the short ones fill
+    the other worker meanwhile. A module's tests stay together (its module-scoped fixtures
+    are built once), modules ordered by their slowest test; the others keep their order."""
+    slowest: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        slowest[module] = max(slowest.get(module, 0.0), _seconds(item))
+    items.sort(key=lambda item: (-slowest[item.nodeid.split("::", 1)[0]], -_seconds(item)))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -82,6 +102,29 @@ def world(db) -> World:
     return World(acme, globex, owner, admin, developer, viewer, outsider, project, other_project)
 
 
+@pytest.fixture
+def root(admin_user):
+    """The superuser the admin pages are used by (pytest-django's ``admin_user``)."""
+    return admin_user
+
+
+@pytest.fixture
+def browser(admin_client):
+    """A Django test client logged in as ``root`` (pytest-django's ``admin_client``)."""
+    return admin_client
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on 127.0.0.1 answering 200 (or the statuses it is told to)."""
+    from tests.notifications.receiver import start_receiver
+
+    receiver, server = start_receiver()
+    yield receiver
+    server.shutdown()
+    server.server_close()
+
+
 def client_for(user=None, scopes=ALL_SCOPES, **key_options) -> APIClient:
     """An API client authenticated with a fresh API key of ``user`` (anonymous if None)."""
     client = APIClient()
@@ -89,6 +132,21 @@ def client_for(user=None, scopes=ALL_SCOPES, **key_options) -> APIClient:
         key = make_api_key(user, scopes, **key_options)
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     return client
+
+
+def bearer(credential: str, **extra) -> APIClient:
+    """An API client sending ``credential`` (an API key or a token) as its Bearer header."""
+    client = APIClient(**extra)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {credential}")
+    return client
+
+
+def jwt_client(user, *, expired: bool = False) -> APIClient:
+    """An API client with a fresh access token of ``user`` (one an hour expired if asked)."""
+    token = AccessToken.for_user(user)
+    if expired:
+        token.set_exp(from_time=timezone.now() - timedelta(hours=1))
+    return bearer(str(token))
 
 
 @pytest.fixture

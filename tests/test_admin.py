@@ -21,7 +21,7 @@ from events.services import event_record
 from gitintegration.models import PullRequest, Repository
 from issues.models import Issue, Label
 from projects.models import Project, ProjectMember
-from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, client_for
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, bearer
 from tests.factories import (
     PASSWORD,
     PullRequestFactory,
@@ -32,18 +32,6 @@ from tests.factories import (
 )
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
-
-
-@pytest.fixture
-def root(db):
-    return UserFactory(email="root@collab.test", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def browser(root) -> Client:
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 def url(model, view: str, *args) -> str:
@@ -74,12 +62,6 @@ def form_data(response) -> dict:
 
 def messages_of(response) -> list[str]:
     return [str(message) for message in response.context["messages"]]
-
-
-def bearer(key: str):
-    client = client_for()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 # Every page -------------------------------------------------------------------------------

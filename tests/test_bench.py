@@ -17,7 +17,7 @@ from django.db import connection
 
 from tests.liveserver import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.live]
 LAST_LINE = re.compile(
     r"^bench: list/bare=(\d+\.\d\d) metrics/bare=(\d+\.\d\d) list1M/list10k=(\d+\.\d\d) "
     r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d) "
@@ -88,6 +88,7 @@ def bench_database():
     drop()
 
 
+@pytest.mark.slow(seconds=95)
 def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
     output = tmp_path / "run.json"
     env = {
@@ -159,6 +160,7 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
 SCALE_LINE = re.compile(r"^scale: list2/list1=(\d+\.\d\d) create2/create1=(\d+\.\d\d)$")
 
 
+@pytest.mark.slow(seconds=16)
 def test_one_web_process_or_two_runs_end_to_end(bench_database, tmp_path):
     """bench/scale.py --smoke: two real servers on one database, every figure reported, the
     creates' fan-out drained from the broker afterwards."""

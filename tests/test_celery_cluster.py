@@ -335,7 +335,8 @@ def _sends_in(output: str) -> int:
     return output.count(f"Sending due task webhook-deliveries-sweep ({SWEEP})")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=17)
+@pytest.mark.live
 def test_two_beat_processes_send_once_and_the_survivor_takes_over(tmp_path, redis_lock):
     """Two ``celery beat`` on one Redis: the sweep (every second here) is sent about once a
     second, not twice; SIGKILL the holder and the other sends within the lock's TTL."""

@@ -22,7 +22,7 @@ import pytest
 from tests.liveserver import ROOT, Worker, asgi_server, embedded_env, wait_until
 from tests.notifications.receiver import start_receiver
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.live]
 
 # Sweeps often, so lost work is taken up within seconds (production's defaults are minutes).
 QUICK = {
@@ -152,6 +152,7 @@ FLOOD = 400
 CHURN = 8
 
 
+@pytest.mark.slow(seconds=50)
 def test_a_flood_in_one_project_leaves_anothers_webhook_on_time(embedded, receivers):
     """The issue's reproduction: project A creates 400 issues as fast as one client can,
     while its webhook is registered and deleted 8 times, then registered again; its receiver
@@ -254,6 +255,7 @@ def _bare_origin(tmp_path: Path) -> Path:
     return bare
 
 
+@pytest.mark.slow(seconds=16)
 def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path):
     """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
     answers) and of a mention email (its SMTP server never greets), with an invitation's email

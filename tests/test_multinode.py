@@ -35,10 +35,13 @@ from tests.liveserver import (
     running_servers,
     wait_until,
 )
-from tests.notifications.receiver import start_receiver
 from tests.notifications.test_stream import Reader
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow(seconds=35),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.live,
+]
 
 QUICK = {
     "WEBHOOK_RETRY_BASE_SECONDS": "0.2",
@@ -84,14 +87,6 @@ class Balancer:
                 with self.lock:
                     self.dead.add(target)
         raise AssertionError("no web node answered")
-
-
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture

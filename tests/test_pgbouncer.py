@@ -25,7 +25,7 @@ from issues.models import Issue
 from tests.factories import make_api_key
 from tests.liveserver import asgi_server, free_port, process_env, require_services
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 
 def pgbouncer_binary() -> str:

@@ -25,6 +25,8 @@ from collab import urls as collab_urls
 from collab.keyfile import keyfile_secret
 from tests.liveserver import ROOT, asgi_server, embedded_env
 
+pytestmark = [pytest.mark.slow, pytest.mark.live]
+
 # The SECRET_KEY every embedded installation used before each made its own.
 PUBLIC_SECRET_KEY = "embedded-default-insecure-key-change-me"
 PASSWORD = "a long passphrase for tests"

@@ -26,7 +26,7 @@ from tests.liveserver import (
     running_servers,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 HEAD_TIMEOUT = 1  # HEADER_TIMEOUT_SECONDS of this module's server
 

@@ -7,12 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import keys
 from accounts.models import ApiKey
 from collab.api.scopes import ALL_GRANTED, ALL_SCOPES, expand
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import assert_error, assert_ok, client_for, jwt_client
+from tests.conftest import bearer as key_client
 from tests.factories import make_api_key
 
 KEY_FIELDS = {
@@ -26,18 +26,6 @@ KEY_FIELDS = {
     "revoked_at",
     "created_at",
 }
-
-
-def jwt_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {AccessToken.for_user(user)}")
-    return client
-
-
-def key_client(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 def parse_time(value: str) -> datetime:

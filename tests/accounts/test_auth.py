@@ -13,18 +13,12 @@ from rest_framework_simplejwt.tokens import AccessToken, RefreshToken
 from accounts import services
 from accounts.models import Role, User
 from collab.api.exceptions import Unauthorized
-from tests.conftest import assert_error, assert_ok
+from tests.conftest import assert_error, assert_ok, bearer
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
 
 LOGIN = "/v1/auth/login"
 REFRESH = "/v1/auth/refresh"
 LOGOUT = "/v1/auth/logout"
-
-
-def bearer(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
 
 
 def login(email: str, password: str = PASSWORD):

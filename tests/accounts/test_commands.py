@@ -22,7 +22,7 @@ from accounts.models import ApiKey, Membership, Role, User, Workspace
 from collab.api.exceptions import ValidationFailed
 from events.models import Event
 from projects.models import Project, ProjectMember
-from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok
+from tests.conftest import BLANK_PASSWORDS, assert_error, assert_ok, bearer
 from tests.factories import PASSWORD, UserFactory, WorkspaceFactory, make_api_key
 
 KEY_PATTERN = re.compile(r"clb_[0-9A-Za-z]{36}")
@@ -33,12 +33,6 @@ def run(name: str, *args, **options) -> tuple[str, str]:
     stdout, stderr = StringIO(), StringIO()
     call_command(name, *args, stdout=stdout, stderr=stderr, **options)
     return stdout.getvalue(), stderr.getvalue()
-
-
-def bearer(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 # create_user ------------------------------------------------------------------------------

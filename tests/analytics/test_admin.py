@@ -8,14 +8,6 @@ from django.urls import reverse
 
 from analytics.charts import bar_chart, line_chart
 from tests.analytics.conftest import NOW
-from tests.factories import UserFactory
-
-
-@pytest.fixture
-def browser(db) -> Client:
-    client = Client()
-    client.force_login(UserFactory(email="root@collab.test", is_staff=True, is_superuser=True))
-    return client
 
 
 def test_the_dashboard_page_renders_charts_and_metrics(browser, scenario, pinned):

@@ -20,8 +20,7 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.request import Request
-from rest_framework.test import APIClient, APIRequestFactory
-from rest_framework_simplejwt.tokens import AccessToken
+from rest_framework.test import APIRequestFactory
 
 from accounts.services import invitation_create
 from collab.api.cursors import CURSOR_PATTERN, MAX_CURSOR_LENGTH, cursor_decode, cursor_encode
@@ -36,7 +35,7 @@ from issues import services as issue_services
 from issues.models import PRIORITY_RANK, Issue, Priority
 from notifications.models import Delivery
 from projects.models import Project
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import assert_error, assert_ok, client_for, jwt_client
 from tests.factories import (
     CommitFactory,
     MembershipFactory,
@@ -121,12 +120,6 @@ def captured(client, path: str) -> tuple[dict, list[str]]:
     with CaptureQueriesContext(connection) as queries:
         response = client.get(path)
     return assert_ok(response), [query["sql"] for query in queries.captured_queries]
-
-
-def jwt_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {AccessToken.for_user(user)}")
-    return client
 
 
 # The swept world: at least three rows in every list ------------------------------------------

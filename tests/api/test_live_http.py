@@ -18,7 +18,7 @@ from issues.models import Issue
 from tests.factories import make_api_key, make_issue
 from tests.liveserver import asgi_server, process_env, require_services
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 
 def _request(port, method, path, *, body=None, headers=None, timeout=20):

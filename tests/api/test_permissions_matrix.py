@@ -14,14 +14,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import keys
 from accounts.models import ApiKey, Invitation, Membership, Role, User, Workspace
 from collab.api.scopes import ALL_SCOPES, expand
 from events.models import Event
 from projects.models import Project, ProjectMember
-from tests.conftest import assert_error, client_for
+from tests.conftest import assert_error, client_for, jwt_client
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 
 WORKSPACE_PERSONAS = ("owner", "admin", "developer", "viewer", "outsider")
@@ -308,15 +307,6 @@ CASES = [
     # A JWT carries every scope, so there is no scope column for key management.
     if not (endpoint.jwt_only and persona == "only_scope")
 ]
-
-
-def jwt_client(user, *, expired: bool = False) -> APIClient:
-    token = AccessToken.for_user(user)
-    if expired:
-        token.set_exp(from_time=timezone.now() - timedelta(hours=1))
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
 
 
 def scopes_without(scope: str) -> list[str]:

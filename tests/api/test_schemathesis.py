@@ -49,6 +49,8 @@ from tests.factories import (
     make_api_key,
 )
 
+pytestmark = [pytest.mark.fuzz]
+
 schema = schemathesis.openapi.from_wsgi("/v1/schema", application)
 # The event stream never ends, so it cannot be fetched whole; tests/notifications/test_stream.py
 # checks its answers (errors in the envelope, frames) with a real SSE client.

@@ -83,7 +83,8 @@ def admin_pages(world) -> list[str]:
     return pages
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=16)
+@pytest.mark.live
 def test_the_admin_and_the_docs_work_in_chromium_under_the_policy(world, live_server, browser):
     owner = world.owner
     owner.is_staff = owner.is_superuser = True

@@ -14,7 +14,7 @@ from collab.api.scopes import ALL_SCOPES
 from tests.factories import PullRequestFactory, RepositoryFactory, make_api_key, make_issue
 from tests.liveserver import asgi_server, process_env, require_services
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 MISSING = 987654321
 

@@ -30,7 +30,7 @@ from tests.liveserver import (
 )
 from tests.notifications.receiver import start_receiver
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 PASSWORD = "a long enough password 123"
 SECRET = "client-webhook-secret"

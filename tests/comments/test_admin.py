@@ -2,27 +2,14 @@
 page, and deleted through the service (the count, the history row and the event follow)."""
 
 import pytest
-from django.test import Client
 
 from comments.models import Comment
 from comments.services import comment_create, comment_update
 from events.models import Event
 from gitintegration.models import PullRequest
 from issues.models import Issue, IssueHistory
-from tests.factories import PullRequestFactory, RepositoryFactory, UserFactory, make_issue
+from tests.factories import PullRequestFactory, RepositoryFactory, make_issue
 from tests.test_admin import url
-
-
-@pytest.fixture
-def root(db):
-    return UserFactory(email="root@collab.test", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def browser(root) -> Client:
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 @pytest.fixture

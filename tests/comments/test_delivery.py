@@ -6,18 +6,9 @@ import pytest
 from events.catalogue import EVENT_KINDS
 from tests.conftest import assert_ok
 from tests.factories import make_issue
-from tests.notifications.receiver import start_receiver
 from tests.notifications.test_delivery import SECRET, verify_both_signatures
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
 
 
 def test_comment_kinds_are_in_the_catalogue(api):

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.fuzz.test_live_schema import embedded_env, manage
 from tests.liveserver import ROOT, asgi_server, http_get
 
@@ -59,6 +61,9 @@ CALLS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.fuzz
 def test_a_generated_client_builds_and_calls_the_live_server(tmp_path):
     env = embedded_env(tmp_path / "data")
     manage(env, "migrate", "--noinput", "-v0")

@@ -14,12 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import liveserver
 from tests.liveserver import ROOT, asgi_server
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES = os.environ.get("COLLAB_FUZZ_EXAMPLES", "25")
 SEED = os.environ.get("COLLAB_FUZZ_SEED", "1")
+
+pytestmark = [pytest.mark.slow(seconds=140), pytest.mark.live, pytest.mark.fuzz]
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:

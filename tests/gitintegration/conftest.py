@@ -9,6 +9,7 @@ that makes commits and pushes them, as a developer would. Its branches:
 - ``docs``: from main's tip, adds docs.txt (so it can fast-forward main).
 """
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -40,12 +41,22 @@ def git(*args: str, cwd: Path, env: dict | None = None) -> str:
 
 
 class Origin:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, init: bool = True):
         self.path = root / "origin.git"
         self.work = root / "work"
-        git("init", "--bare", "--quiet", "-b", "main", str(self.path), cwd=root)
-        git("clone", "--quiet", str(self.path), str(self.work), cwd=root)
-        git("checkout", "--quiet", "-b", "main", cwd=self.work)
+        if init:
+            git("init", "--bare", "--quiet", "-b", "main", str(self.path), cwd=root)
+            git("clone", "--quiet", str(self.path), str(self.work), cwd=root)
+            git("checkout", "--quiet", "-b", "main", cwd=self.work)
+
+    def copy_to(self, root: Path) -> "Origin":
+        """A copy of this origin and its working clone under ``root``, the clone pushing to the
+        copy: the same commits (the same shas), for one command instead of a rebuild."""
+        copy = Origin(root, init=False)
+        shutil.copytree(self.path, copy.path, symlinks=True)
+        shutil.copytree(self.work, copy.work, symlinks=True)
+        git("remote", "set-url", "origin", str(copy.path), cwd=copy.work)
+        return copy
 
     @property
     def url(self) -> str:
@@ -90,9 +101,10 @@ def git_storage(tmp_path, settings):
     return settings.GIT_STORAGE_DIR
 
 
-@pytest.fixture
-def origin(tmp_path) -> Origin:
-    origin = Origin(tmp_path)
+@pytest.fixture(scope="session")
+def built_origin(tmp_path_factory) -> Origin:
+    """The origin's history, made once per run (about 30 git commands); tests get a copy."""
+    origin = Origin(tmp_path_factory.mktemp("origin"))
     origin.commit("main", {"README.md": "# Rocket\n"}, "Initial commit")
     second = origin.commit("main", {"app.txt": "line one\nline two\n"}, "Add the app")
     origin.commit(
@@ -102,6 +114,12 @@ def origin(tmp_path) -> Origin:
     origin.commit("main", {"app.txt": "line one (ours)\nline two\n"}, "Refine the app")
     origin.commit("docs", {"docs.txt": "docs\n"}, "Write the docs", start="main")
     return origin
+
+
+@pytest.fixture
+def origin(built_origin, tmp_path) -> Origin:
+    """A test's own copy of the built origin: it may commit, push and rewrite at will."""
+    return built_origin.copy_to(tmp_path)
 
 
 def register(client, project, url, name="rocket", capture=None):

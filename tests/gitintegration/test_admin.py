@@ -1,24 +1,13 @@
 """Repositories and pull requests in the admin: the pages render, writes go through the git
 services (the same events as the API), "Sync now" syncs, the last error shows."""
 
-import pytest
-from django.test import Client
-
 from events.models import Event
 from gitintegration.models import PullRequest, Repository
 from gitintegration.services import pull_request_create
-from tests.factories import UserFactory
 from tests.test_admin import form_data, url
 
 
-@pytest.fixture
-def browser(db) -> Client:
-    client = Client()
-    client.force_login(UserFactory(email="root@collab.test", is_staff=True, is_superuser=True))
-    return client
-
-
-def test_register_in_the_admin(browser, world, origin, django_capture_on_commit_callbacks):
+def test_register_in_the_admin(browser, root, world, origin, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = browser.post(
             url(Repository, "add"),
@@ -26,7 +15,7 @@ def test_register_in_the_admin(browser, world, origin, django_capture_on_commit_
         )
     assert response.status_code == 302, response.content
     repository = Repository.objects.get()
-    assert repository.created_by.email == "root@collab.test"
+    assert repository.created_by == root
     assert repository.sync_status == "synced"
     assert list(Event.objects.values_list("type", flat=True)) == [
         "repository.created",

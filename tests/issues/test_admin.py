@@ -2,25 +2,12 @@
 services, so it records the same history rows, counters and events as the API."""
 
 import pytest
-from django.test import Client
 
 from events.models import Event
 from issues.models import Issue, IssueHistory, IssueStatusCount, Label
 from projects.models import Project
-from tests.factories import ProjectFactory, UserFactory, make_issue
+from tests.factories import ProjectFactory, make_issue
 from tests.test_admin import form_data, url
-
-
-@pytest.fixture
-def root(db):
-    return UserFactory(email="root@collab.test", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def browser(root) -> Client:
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 @pytest.fixture

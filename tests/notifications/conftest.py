@@ -1,15 +1,21 @@
 import pytest
 
 from tests.liveserver import asgi_server, process_env, require_services
-from tests.notifications.receiver import start_receiver
+
+
+@pytest.fixture(scope="module")
+def live_port(django_db_setup, tmp_path_factory):
+    """One ASGI server per module (starting and stopping one took about 4 s a test): it holds
+    no state of a test's own, and each test's rows are new (sequences are not reset)."""
+    require_services()
+    env = process_env(EVENT_STREAM_HEARTBEAT_SECONDS="1", DATABASE_POOL="1")
+    with asgi_server(env, tmp_path_factory.mktemp("live")) as port:
+        yield port
 
 
 @pytest.fixture
-def live(world, tmp_path):
-    require_services()
-    env = process_env(EVENT_STREAM_HEARTBEAT_SECONDS="1", DATABASE_POOL="1")
-    with asgi_server(env, tmp_path) as port:
-        yield port
+def live(world, live_port):
+    return live_port
 
 
 @pytest.fixture(autouse=True)
@@ -20,12 +26,3 @@ def fresh_receivers():
     transport.receivers.close()
     yield
     transport.receivers.close()
-
-
-@pytest.fixture
-def receiver():
-    """A receiver on 127.0.0.1 answering 200 (or the statuses it is told to)."""
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()

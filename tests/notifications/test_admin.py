@@ -1,19 +1,11 @@
 """Webhooks and their delivery log in the Django admin."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from events.models import Event
 from notifications.models import Delivery, DeliveryAttempt, Webhook
-from tests.factories import UserFactory, WebhookFactory
-
-
-@pytest.fixture
-def browser(db) -> Client:
-    client = Client()
-    client.force_login(UserFactory(email="root@collab.test", is_staff=True, is_superuser=True))
-    return client
+from tests.factories import WebhookFactory
 
 
 def url(model, view: str, *args) -> str:

@@ -19,7 +19,11 @@ from tests.factories import make_api_key
 from tests.liveserver import asgi_server, process_env, require_services
 from tests.notifications.sse_reader import Reader
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow(seconds=17),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.live,
+]
 
 
 def _record(world, label: str) -> int:

@@ -19,14 +19,6 @@ from tests.notifications.test_delivery import create_issue, register
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
-
-
 class Dropper:
     """Accepts connections and closes them at once, unanswered (a network failure each time),
     until it is ``answering``; counts the connections made to it."""

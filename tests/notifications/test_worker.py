@@ -27,7 +27,7 @@ from tests.liveserver import (
 )
 from tests.notifications.receiver import start_receiver
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
 
 SECRET = "end-to-end-secret"
 QUICK = {
@@ -37,14 +37,6 @@ QUICK = {
     "WEBHOOK_LEASE_MARGIN_SECONDS": "1",
     "DATABASE_POOL": "1",
 }
-
-
-@pytest.fixture
-def receiver():
-    receiver, server = start_receiver()
-    yield receiver
-    server.shutdown()
-    server.server_close()
 
 
 class Api:

@@ -30,7 +30,7 @@ from collab.api.scopes import ALL_SCOPES
 from ratelimits.models import RateLimitCounter
 from tests.factories import UserFactory, WorkspaceFactory, make_api_key
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow(seconds=12), pytest.mark.live]
 
 ROOT = Path(settings.BASE_DIR)
 LIMIT, REQUESTS = 50, 200

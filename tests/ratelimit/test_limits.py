@@ -9,10 +9,10 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts.models import Membership, Role, User
 from collab.api.ratelimit import client_address
-from tests.conftest import assert_error, assert_ok, client_for
+from tests.conftest import assert_error, assert_ok, bearer, client_for
 from tests.factories import PASSWORD, UserFactory, WorkspaceFactory, make_api_key
 from tests.ratelimit.conftest import rate_headers
-from tests.test_admin import browser, form_data, root, url  # noqa: F401 - fixtures
+from tests.test_admin import form_data, url
 
 ME = "/v1/users/me"
 STATUS = "/v1/rate_limit"
@@ -23,12 +23,6 @@ def ada(db) -> User:
     user = UserFactory(email="ada@example.com")
     Membership.objects.create(workspace=WorkspaceFactory(), user=user, role=Role.OWNER)
     return user
-
-
-def bearer(credential: str, **extra) -> APIClient:
-    client = APIClient(**extra)
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {credential}")
-    return client
 
 
 # Headers and their values -------------------------------------------------------------------
