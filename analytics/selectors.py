@@ -39,8 +39,8 @@ from django.utils import timezone
 
 from accounts.models import Membership, User
 from accounts.roles import role_remember
-from collab.api.prepared import PreparedQuery
 from collab.api.renderers import iso_z
+from collab.db.prepared import PreparedQuery
 from issues.models import Issue, IssueStatusCount, Status
 from projects.models import Project, ProjectMember
 from projects.selectors import PROJECT_FIELDS, project_visible

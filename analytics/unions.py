@@ -135,7 +135,7 @@ def _stand_in(plan: object, counter: list[int]) -> Any:
 class Prepared:
     """A ``UNION ALL`` of ``Rows`` branches compiled to SQL once per shape of its plan, then
     run with each call's values: the statement's reads are built and compiled by the ORM once,
-    not on every request (as ``collab.api.prepared.PreparedQuery`` does for one query).
+    not on every request (as ``collab.db.prepared.PreparedQuery`` does for one query).
 
     ``build(plan)`` gives the branches for a plan: nested tuples (named tuples too) and lists
     whose leaves are values (integers, dates, datetimes, each used as a plain lookup value or

@@ -36,8 +36,8 @@ from kombu.exceptions import OperationalError
 
 from accounts.models import Membership, Role, User
 from collab.api.exceptions import Conflict, ValidationFailed
-from collab.api.prepared import PreparedQuery
 from collab.api.renderers import dumps
+from collab.db.prepared import PreparedQuery
 from collab.netguard import UnsafeAddress, resolve
 from collab.redisclient import quick_client
 from collab.unset import UNSET, Maybe
@@ -150,7 +150,7 @@ def _file_mark(path: Path) -> bool | None:
 
 # Events fanned out by one task in one go (the rest in the next go of the same task).
 FANOUT_DUE_BATCH = 500
-# Compiled once (collab.api.prepared): a coalesced fan-out reads it first.
+# Compiled once (collab.db.prepared): a coalesced fan-out reads it first.
 _EVENTS_DUE = PreparedQuery(
     lambda: (
         Event.objects.filter(dispatched_at__isnull=True)

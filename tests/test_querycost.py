@@ -1,4 +1,4 @@
-"""A deadline on each statement of a web request (collab/querycost.py): past it the database
+"""A deadline on each statement of a web request (collab/db/querycost.py): past it the database
 cancels the statement and the answer is a 503 in the envelope with Retry-After; nothing of
 it outlives the request on a pooled connection."""
 

@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "notifications",
     "analytics",
     "demo",
-    # After every migrate: foreign keys delete in the database too (collab.cascades).
+    # After every migrate: foreign keys delete in the database too (collab.db.cascades).
     "collab.apps.CollabConfig",
 ]
 
@@ -57,9 +57,9 @@ MIDDLEWARE = [
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
-    # Every statement from here in has a deadline (collab/querycost.py).
-    "collab.querycost.StatementDeadlineMiddleware",
-    "collab.dbrouters.ReplicaPinMiddleware",
+    # Every statement from here in has a deadline (collab/db/querycost.py).
+    "collab.db.querycost.StatementDeadlineMiddleware",
+    "collab.db.routers.ReplicaPinMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "collab.csp.PolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -130,7 +130,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # and server-side cursors (``.iterator()``) are the one session feature it would use.
 DATABASE_TRANSACTION_POOLING = env.bool("DATABASE_TRANSACTION_POOLING", default=False)
 # An optional read replica: reads that need not see the caller's own writes go there
-# (collab.dbrouters); a request that wrote reads the primary for the rest of the request.
+# (collab.db.routers); a request that wrote reads the primary for the rest of the request.
 DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
 if DATABASE_REPLICA_URL:
     DATABASES["replica"] = {
@@ -138,20 +138,20 @@ if DATABASE_REPLICA_URL:
         **env.db_url_config(DATABASE_REPLICA_URL),
         "OPTIONS": {**DATABASES["default"].get("OPTIONS", {})},
     }
-    DATABASE_ROUTERS = ["collab.dbrouters.PrimaryReplicaRouter"]
+    DATABASE_ROUTERS = ["collab.db.routers.PrimaryReplicaRouter"]
 if DATABASE_TRANSACTION_POOLING:
     for _database in DATABASES.values():
         _database["DISABLE_SERVER_SIDE_CURSORS"] = True
         _database.setdefault("OPTIONS", {})["prepare_threshold"] = None
 
-# Query cost of web requests (collab/querycost.py): a statement of a request that runs longer
+# Query cost of web requests (collab/db/querycost.py): a statement of a request that runs longer
 # than this is cancelled (PostgreSQL's statement_timeout, set per transaction; SQLite's
 # progress handler) and answered 503 with Retry-After. 0: no limit. Commands, migrations
 # and Celery tasks are not limited.
 DATABASE_STATEMENT_TIMEOUT_MS = env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=15000)
 # What a 503 for a cancelled statement tells the client to wait, in seconds.
 DATABASE_TIMEOUT_RETRY_AFTER = env.int("DATABASE_TIMEOUT_RETRY_AFTER", default=5)
-# "Best match first" ranks only the newest this many matches (collab.fulltext); older ones
+# "Best match first" ranks only the newest this many matches (collab.db.fulltext); older ones
 # follow, newest first. 0: rank every match.
 SEARCH_RANK_CANDIDATES = env.int("SEARCH_RANK_CANDIDATES", default=1000)
 

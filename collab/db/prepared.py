@@ -13,7 +13,7 @@ checks that every stand-in reached the SQL's parameters, so a query that transfo
 loudly instead of running with the wrong value.
 
 A locking read (``select_for_update()``) goes where Django would send it, to the database for
-writes (which pins the rest of the request there, ``collab.dbrouters``), and only inside a
+writes (which pins the rest of the request there, ``collab.db.routers``), and only inside a
 transaction.
 """
 
