@@ -333,7 +333,7 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
 
-# Webhook delivery (notifications/services.py). A failed attempt is tried again after
+# Webhook delivery (notifications/delivery.py). A failed attempt is tried again after
 # WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, with +-20% jitter,
 # until WEBHOOK_MAX_ATTEMPTS (the defaults span about a day). A hook whose deliveries all fail
 # for WEBHOOK_DISABLE_AFTER_HOURS is switched off and the workspace's admins emailed.
@@ -379,7 +379,7 @@ WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 # The event log (events/) and its stream (notifications/stream.py). The log's consumers, each
 # told an event's id once the transaction recording it commits: the webhooks' fan-out and the
 # stream's wake-up. The log itself imports none of them.
-EVENT_LOG_CONSUMERS = ["notifications.services.events_committed"]
+EVENT_LOG_CONSUMERS = ["notifications.fanout.events_committed"]
 EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
 EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
 EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
@@ -446,7 +446,7 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #   event_fanout               webhooks   it locks the event rows and skips those dispatched;
 #                                         a delivery is unique per (webhook, event). With
 #                                         Redis the commits' fan-outs coalesce: one queued
-#                                         takes every event due (notifications.services)
+#                                         takes every event due (notifications.fanout)
 #   webhook_deliver            webhooks   it claims the delivery with a conditional UPDATE (a
 #                                         lease): one POST per due attempt; one cut off by a
 #                                         dead worker is sent again as the next attempt, under
