@@ -32,6 +32,8 @@ from django.core.handlers.base import BaseHandler
 from django.core.wsgi import get_wsgi_application
 from django.urls import set_script_prefix
 
+from collab.api.routes import DeclaredPaths
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
 
 # Django's own ASGI handler, for comparison in bench/serving.py.
@@ -49,7 +51,8 @@ def _terminated_input(environ, start_response):
 
 django_wsgi = WSGIMiddleware(_terminated_input, workers=int(os.environ.get("WEB_THREADS", "8")))
 logger = logging.getLogger("collab.stream")
-ASYNC_PATHS = frozenset({"/v1/events/stream"})
+# The paths of the views that declare they stream (``streams = True``), from their routes.
+ASYNC_PATHS = DeclaredPaths("streams")
 # Only reads are streamed: any other method of these paths is answered (405) by the WSGI side.
 ASYNC_METHODS = frozenset({"GET", "HEAD"})
 # A stream's request has no body; what one carries anyway is kept up to this size for the

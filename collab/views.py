@@ -13,6 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.response import Response
 
 from collab.api.middleware import json_error
+from collab.api.ratelimit import EXEMPT
 from collab.api.renderers import EnvelopeRenderer
 
 logger = logging.getLogger("collab.health")
@@ -61,6 +62,7 @@ class SchemaView(JsonAnswersMixin, SpectacularAPIView):
     """The OpenAPI document, JSON unless YAML is asked for (``?format=yaml``)."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+    rate_limit = EXEMPT  # public and static: not counted, no headers
 
 
 class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
@@ -69,6 +71,7 @@ class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
     inline style carries the nonce: the Content-Security-Policy of collab/csp.py holds."""
 
     template_name = "docs/swagger_ui.html"
+    rate_limit = EXEMPT
 
 
 @reads_only
