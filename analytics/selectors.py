@@ -11,7 +11,7 @@ counters, whether a breakdown snapshot is stored) comes with the projects' own r
 annotations of the project lookup). Then the figures of every span the request asks for, and
 a dashboard's breakdowns with them, are one statement whatever the number of projects: a
 ``UNION ALL`` of reads planned here (``SpanPlan``, ``BreakdownPlan``), compiled to SQL once per
-shape of the plan (``analytics.unions``).
+shape of the plan (``collab.db.prepared.PreparedUnion``).
 """
 
 from collections import defaultdict
@@ -40,7 +40,8 @@ from django.utils import timezone
 from accounts.models import Membership, User
 from accounts.roles import role_remember
 from collab.api.renderers import iso_z
-from collab.db.prepared import PreparedQuery
+from collab.db.prepared import PreparedQuery, PreparedUnion
+from collab.db.unions import Rows
 from issues.models import Issue, IssueStatusCount, Status
 from projects.models import Project, ProjectMember
 from projects.selectors import PROJECT_FIELDS, project_visible
@@ -48,7 +49,6 @@ from projects.selectors import PROJECT_FIELDS, project_visible
 from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
 from .periods import Period, day_start
 from .stats import DAY, ROWS, STAT_FIELDS, UNDONE, Stats, Window, live_branches, rows_read
-from .unions import Prepared, Rows
 
 OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
 
@@ -339,7 +339,7 @@ def _spans_of(rows: list[tuple[Any, ...]], count: int, *, layout: Rows = ROWS) -
 
 
 # The statement of every metrics request, compiled once per shape of its plan.
-_SPANS = Prepared(_spans_branches)
+_SPANS = PreparedUnion(_spans_branches)
 
 
 def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
@@ -712,4 +712,4 @@ def _dashboard_branches(plan: tuple[tuple[SpanPlan, ...], BreakdownPlan]) -> lis
 
 
 # The statement of every dashboard request, compiled once per shape of its plan.
-_DASHBOARD = Prepared(_dashboard_branches)
+_DASHBOARD = PreparedUnion(_dashboard_branches)
