@@ -16,25 +16,13 @@ from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
+from collab.admin import adopt
 from collab.api.exceptions import Conflict, RateLimited, Unauthorized
 from collab.api.ratelimit import client_address
 from collab.api.scopes import ALL_SCOPES
 
 from . import services
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
-
-
-def adopt(target, saved) -> None:
-    """Make the admin's unsaved form instance the row a service just created.
-
-    The admin goes on to log, message and redirect with the object it built; a service
-    creates its own instance, so its id and defaults are copied across.
-    """
-    for field in saved._meta.concrete_fields:
-        setattr(target, field.attname, getattr(saved, field.attname))
-    target._state.adding = False
-    target._state.db = saved._state.db
-
 
 # Signing in ---------------------------------------------------------------------------------
 

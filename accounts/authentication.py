@@ -10,8 +10,8 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
-from collab.api.prepared import PreparedQuery
 from collab.api.scopes import ALL_GRANTED, expand
+from collab.db.prepared import PreparedQuery
 
 from . import keys
 from .models import ApiKey, User
@@ -114,7 +114,7 @@ def _key_and_user_fields() -> tuple[list[str], list[str]]:
 
 
 _KEY_FIELDS, _USER_FIELDS = _key_and_user_fields()
-# The key and its owner in one query, compiled once (see collab.api.prepared): every request
+# The key and its owner in one query, compiled once (see collab.db.prepared): every request
 # with a key makes it, and revocation or expiry takes effect on the very next one.
 _KEY_LOOKUP = PreparedQuery(
     lambda key_hash: ApiKey.objects.filter(key_hash=key_hash).values(

@@ -12,7 +12,13 @@ from collab.api.exceptions import NotFound
 from collab.api.filters import ID_SCHEMA
 from collab.api.pagination import positive_int_param
 from collab.api.permissions import JwtOnly
-from collab.api.ratelimit import account_identity, client_address, rate_limit_peek
+from collab.api.ratelimit import (
+    SIGN_IN,
+    STATUS,
+    account_identity,
+    client_address,
+    rate_limit_peek,
+)
 from collab.api.viewsets import ApiViewSet
 
 from . import selectors, services
@@ -57,6 +63,7 @@ def signed_in(request: Request) -> User:
 class AuthViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    rate_limit = SIGN_IN
 
     @extend_schema(
         request=LoginSerializer,
@@ -106,6 +113,7 @@ class RateLimitViewSet(ApiViewSet):
     `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Used` and `X-RateLimit-Reset`."""
 
     serializer_class = RateLimitSerializer
+    rate_limit = STATUS
 
     @extend_schema(responses={200: RateLimitSerializer})
     def retrieve(self, request):
@@ -219,6 +227,7 @@ class UserViewSet(ApiViewSet):
 class InvitationAcceptViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    rate_limit = SIGN_IN
 
     @extend_schema(
         request=InvitationAcceptSerializer,

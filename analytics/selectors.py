@@ -10,47 +10,58 @@ What a request needs to know of its projects first (how far their rollups go, th
 counters, whether a breakdown snapshot is stored) comes with the projects' own row (``FACTS``,
 annotations of the project lookup). Then the figures of every span the request asks for, and
 a dashboard's breakdowns with them, are one statement whatever the number of projects: a
-``UNION ALL`` of reads planned here (``SpanPlan``, ``BreakdownPlan``), compiled to SQL once per
-shape of the plan (``analytics.unions``).
+``UNION ALL`` of reads planned in ``analytics.plans`` (``SpanPlan``, ``BreakdownPlan``),
+compiled to SQL once per shape of the plan; the figures are presented as ``analytics.records``
+says.
 """
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.conf import settings
 from django.db.models import (
-    BigIntegerField,
-    Count,
-    DateTimeField,
     Exists,
-    F,
-    JSONField,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Sum,
-    TextField,
 )
 from django.utils import timezone
 
 from accounts.models import Membership, User
 from accounts.roles import role_remember
-from collab.api.prepared import PreparedQuery
 from collab.api.renderers import iso_z
-from issues.models import Issue, IssueStatusCount, Status
+from collab.db.prepared import PreparedQuery
+from issues.models import IssueStatusCount, Status
 from projects.models import Project, ProjectMember
 from projects.selectors import PROJECT_FIELDS, project_visible
 
-from .models import BreakdownSnapshot, ProjectDay, ReopenRollup, RollupState
+from .models import BreakdownSnapshot, RollupState
 from .periods import Period, day_start
-from .stats import DAY, ROWS, STAT_FIELDS, UNDONE, Stats, Window, live_branches, rows_read
-from .unions import Prepared, Rows
-
-OPEN_STATUSES = (Status.OPEN.value, Status.IN_PROGRESS.value)
+from .plans import (
+    DASHBOARD,
+    DASHBOARD_ROWS,
+    ISSUES,
+    LABELS,
+    SNAPSHOT,
+    SPANS,
+    Ask,
+    BreakdownPlan,
+    Span,
+    breakdown_branches,
+    span_plan,
+    spans_of,
+)
+from .records import (
+    Facts,
+    breakdown_entries,
+    breakdowns_merge,
+    human_duration,
+    status_breakdown,
+)
+from .stats import Stats
 
 # Facts ---------------------------------------------------------------------------------------
 
@@ -73,28 +84,6 @@ FACTS: dict[str, Any] = {
         for status in Status.values
     },
 }
-
-
-@dataclass(frozen=True)
-class Facts:
-    """A project as the analytics see it: when it was created, how far its rollups go (see
-    ``RollupState``), its issues by status (the issue services' counters), and whether it has
-    a stored breakdown snapshot."""
-
-    project_id: int
-    created_at: datetime
-    through: date | None
-    partial_through: datetime | None
-    statuses: dict[str, int]
-    has_snapshot: bool
-
-    @property
-    def open_issues(self) -> int:
-        return sum(self.statuses[status] for status in OPEN_STATUSES)
-
-    @property
-    def issues(self) -> int:
-        return sum(self.statuses.values())
 
 
 def _facts_of(project: Project, values: dict[str, Any]) -> Facts:
@@ -192,173 +181,10 @@ def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None
 # Spans ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class Span:
-    """What happened in a span of time, summed over projects: by UTC day, and the closings
-    undone by the span's reopenings, by the hour of the closing."""
-
-    days: dict[date, Stats] = field(default_factory=lambda: defaultdict(Stats))
-    undone: list[tuple[datetime, int, int]] = field(default_factory=list)
-
-    def total(self) -> Stats:
-        total = Stats()
-        for stats in self.days.values():
-            total.add(stats)
-        return total
-
-    def undone_since(self, start: datetime | None) -> tuple[int, int]:
-        """Closings at or after ``start`` that a reopening in the span undid, and their
-        resolution seconds."""
-        count = seconds = 0
-        for hour, undone_count, undone_seconds in self.undone:
-            if start is None or hour >= start:
-                count += undone_count
-                seconds += undone_seconds
-        return count, seconds
-
-
-@dataclass(frozen=True)
-class Ask:
-    """A span one request wants: ``[start, end)`` (from the beginning when start is None),
-    and, with ``only``, just these STAT_FIELDS."""
-
-    start: datetime | None
-    end: datetime
-    only: tuple[str, ...] | None = None
-
-
-class SpanPlan(NamedTuple):
-    """How one asked span is read: from the sources in ``windows``; from the stored days,
-    from ``first`` on (all of them when None), each group of projects up to its last day
-    (``stored``: (project ids, last day)); ``only`` these STAT_FIELDS (all when None)."""
-
-    only: tuple[str, ...] | None
-    windows: tuple[Window, ...]
-    stored: tuple[tuple[tuple[int, ...], date], ...]
-    first: date | None
-
-
-def span_plan(facts: list[Facts], ask: Ask) -> SpanPlan:
-    """Where each project's figures for the span come from: its stored days within it, and
-    the rest from the sources."""
-    start, end = ask.start, ask.end
-    rolled_first = None
-    if start is not None:
-        aligned = start == day_start(start.date())
-        rolled_first = start.date() if aligned else start.date() + timedelta(days=1)
-    # Projects are grouped by the last stored day read and by where their live part begins
-    # (a project the job has not reached yet is counted live without making the others live).
-    stored: dict[date, list[int]] = defaultdict(list)
-    live: dict[datetime | None, list[int]] = defaultdict(list)
-    heads: list[int] = []
-    for project in facts:
-        through, partial_through = project.through, project.partial_through
-        rolled_last = min(through, end.date() - timedelta(days=1)) if through else None
-        covered_until = day_start(rolled_last + timedelta(days=1)) if rolled_last else None
-        # The day after ``through`` stored up to ``partial_through``: usable when the span
-        # takes that day from its midnight and goes on past the moment.
-        partial_day = partial_through.astimezone(UTC).date() if partial_through else None
-        if (
-            partial_day is not None
-            and partial_through is not None
-            and through is not None
-            and partial_day == through + timedelta(days=1)
-            and partial_through <= end
-            and (rolled_first is None or rolled_first <= partial_day)
-        ):
-            rolled_last, covered_until = partial_day, partial_through
-        if rolled_last is None or (rolled_first is not None and rolled_first > rolled_last):
-            live[start].append(project.project_id)
-            continue
-        stored[rolled_last].append(project.project_id)
-        if rolled_first is not None and start is not None and start < day_start(rolled_first):
-            heads.append(project.project_id)
-        if covered_until is not None and covered_until < end:
-            live[covered_until].append(project.project_id)
-    windows = [Window(tuple(ids), live_from, end) for live_from, ids in live.items()]
-    if heads and rolled_first is not None:
-        windows.append(Window(tuple(heads), start, day_start(rolled_first)))
-    return SpanPlan(
-        only=ask.only,
-        windows=tuple(windows),
-        stored=tuple((tuple(ids), last) for last, ids in stored.items()),
-        first=rolled_first if stored else None,
-    )
-
-
-def _span_branches(plan: SpanPlan, *, tag: int, layout: Rows) -> list[QuerySet[Any]]:
-    branches = live_branches(plan.windows, tag=tag, only=plan.only, layout=layout)
-    if plan.stored:
-        days = Q()
-        for ids, last in plan.stored:
-            days |= Q(project_id__in=ids, day__lte=last)
-        if plan.first is not None:
-            days &= Q(day__gte=plan.first)
-        sums = {name: Sum(name) for name in STAT_FIELDS if plan.only is None or name in plan.only}
-        branches.append(
-            layout.of(
-                ProjectDay.objects.filter(days),
-                keys={"day": F("day")},
-                values=sums,
-                constants={"tag": tag, "kind": DAY},
-            )
-        )
-        if plan.only is None:
-            branches.append(
-                layout.of(
-                    ReopenRollup.objects.filter(days),
-                    values={
-                        "day": F("day"),
-                        "closed_at": F("closed_hour"),
-                        "issues_reopened": F("count"),
-                        "resolution_seconds": F("resolution_seconds"),
-                    },
-                    constants={"tag": tag, "kind": UNDONE},
-                )
-            )
-    return branches
-
-
-def _spans_branches(plans: tuple[SpanPlan, ...], *, layout: Rows = ROWS) -> list[QuerySet[Any]]:
-    return [
-        branch
-        for tag, plan in enumerate(plans)
-        for branch in _span_branches(plan, tag=tag, layout=layout)
-    ]
-
-
-def _spans_of(rows: list[tuple[Any, ...]], count: int, *, layout: Rows = ROWS) -> list[Span]:
-    spans = [Span() for _tag in range(count)]
-    for row in rows_read(rows, layout=layout):
-        span = spans[row.tag]
-        if row.kind != UNDONE:
-            span.days[row.day].add(row.stats)
-        if row.undone is not None:
-            span.undone.append(row.undone)
-    return spans
-
-
-# The statement of every metrics request, compiled once per shape of its plan.
-_SPANS = Prepared(_spans_branches)
-
-
 def spans_read(*, facts: list[Facts], asks: list[Ask]) -> list[Span]:
     """What happened in each asked span in these projects, in one query."""
     plans = tuple(span_plan(facts, ask) for ask in asks)
-    return _spans_of(_SPANS.fetch(plans), len(asks))
-
-
-def human_duration(seconds: float | None) -> str | None:
-    """``"2 days 3 hours"``: the two largest units, rounded down."""
-    if seconds is None:
-        return None
-    remaining = int(seconds)
-    parts = []
-    for name, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
-        amount, remaining = divmod(remaining, size)
-        if amount:
-            parts.append(f"{amount} {name}{'s' if amount != 1 else ''}")
-    return " ".join(parts[:2]) or "0 seconds"
+    return spans_of(SPANS.fetch(plans), len(asks))
 
 
 def _average(total: int, count: int) -> int | None:
@@ -432,8 +258,8 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
     start = day_start(period.start.astimezone(UTC).date()) if period.start else None
     # The figures and the breakdowns in one statement.
     breakdowns = Breakdowns(facts)
-    rows = _DASHBOARD.fetch(((span_plan(facts, Ask(start, end)),), breakdowns.plan))
-    days = _spans_of(rows, 1, layout=DASHBOARD_ROWS)[0].days
+    rows = DASHBOARD.fetch(((span_plan(facts, Ask(start, end)),), breakdowns.plan))
+    days = spans_of(rows, 1, layout=DASHBOARD_ROWS)[0].days
     first = start.date() if start else _first_day(days, facts, end)
     last = end.astimezone(UTC).date()
     series = []
@@ -474,47 +300,11 @@ def dashboard(*, projects: list[Project], period: Period) -> dict[str, Any]:
 
 # Breakdowns ---------------------------------------------------------------------------------
 
-# The rows of the breakdowns' reads, in the same statement as the dashboard's figures (``kind``
-# and ``project`` are the figures' columns): ISSUES, issues of a project grouped by type,
-# priority, assignee (with the assignee's name and email) and status; LABELS, label links
-# grouped by label name and the issue's status; SNAPSHOT, a stored snapshot.
-DASHBOARD_ROWS = ROWS.extended(
-    type=TextField(),
-    priority=TextField(),
-    assignee=BigIntegerField(null=True),
-    assignee_name=TextField(),
-    assignee_email=TextField(),
-    label=TextField(),
-    status=TextField(),
-    n=BigIntegerField(),
-    data=JSONField(),
-    computed_at=DateTimeField(),
-)
-ISSUES, LABELS, SNAPSHOT = 10, 11, 12  # apart from the figures' kinds
-
 
 def breakdown_needs_snapshot(*, project_ids: list[int]) -> bool:
     limit: int = settings.ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES
     total = IssueStatusCount.objects.filter(project_id__in=project_ids).aggregate(n=Sum("count"))
     return (total["n"] or 0) > limit
-
-
-def _entries(counts: dict[Any, Any], labels: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
-    entries = []
-    for key, by_status in counts.items():
-        closed = by_status.get(Status.CLOSED.value, 0)
-        total = sum(by_status.values())
-        entries.append(
-            {
-                "key": key,
-                "label": (labels or {}).get(key, key if key is not None else "none"),
-                "open": total - closed,
-                "closed": closed,
-                "total": total,
-            }
-        )
-    entries.sort(key=lambda entry: (-entry["total"], str(entry["key"])))
-    return entries
 
 
 class _Grouped:
@@ -548,67 +338,11 @@ class _Grouped:
 
     def result(self) -> dict[str, Any]:
         return {
-            "type": _entries(self.by["type"]),
-            "priority": _entries(self.by["priority"]),
-            "assignee": _entries(self.by["assignee"], {None: "unassigned", **self.people}),
-            "label": _entries(self.by["label"]),
+            "type": breakdown_entries(self.by["type"]),
+            "priority": breakdown_entries(self.by["priority"]),
+            "assignee": breakdown_entries(self.by["assignee"], {None: "unassigned", **self.people}),
+            "label": breakdown_entries(self.by["label"]),
         }
-
-
-class BreakdownPlan(NamedTuple):
-    """Projects whose issues are grouped live, and those whose snapshot is read."""
-
-    live: tuple[int, ...]
-    stored: tuple[int, ...]
-
-
-def _breakdown_branches(plan: BreakdownPlan) -> list[QuerySet[Any]]:
-    branches = []
-    if plan.live:
-        branches.append(
-            DASHBOARD_ROWS.of(
-                Issue.objects.filter(project_id__in=plan.live),
-                keys={
-                    "project": F("project_id"),
-                    "type": F("type"),
-                    "priority": F("priority"),
-                    "assignee": F("assignee_id"),
-                    # One per assignee: grouping by them changes no group, and names the people.
-                    "assignee_name": F("assignee__name"),
-                    "assignee_email": F("assignee__email"),
-                    "status": F("status"),
-                },
-                values={"n": Count("id")},
-                constants={"kind": ISSUES},
-            )
-        )
-        # Labels belong to their issue's project: reaching the pairs through the project's
-        # labels reads that project's rows only (by the label index), not the whole table.
-        branches.append(
-            DASHBOARD_ROWS.of(
-                Issue.labels.through.objects.filter(label__project_id__in=plan.live),
-                keys={
-                    "project": F("label__project_id"),
-                    "label": F("label__name"),
-                    "status": F("issue__status"),
-                },
-                values={"n": Count("id")},
-                constants={"kind": LABELS},
-            )
-        )
-    if plan.stored:
-        branches.append(
-            DASHBOARD_ROWS.of(
-                BreakdownSnapshot.objects.filter(project_id__in=plan.stored),
-                values={
-                    "project": F("project_id"),
-                    "data": F("data"),
-                    "computed_at": F("computed_at"),
-                },
-                constants={"kind": SNAPSHOT},
-            )
-        )
-    return branches
 
 
 def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
@@ -617,44 +351,9 @@ def breakdowns_compute(*, project_ids: list[int]) -> dict[str, Any]:
     (few combinations), one over their labels."""
     grouped = _Grouped()
     plan = BreakdownPlan(live=tuple(project_ids), stored=())
-    for row in DASHBOARD_ROWS.fetch(_breakdown_branches(plan)):
+    for row in DASHBOARD_ROWS.fetch(breakdown_branches(plan)):
         grouped.add(row)
     return grouped.result()
-
-
-def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for dimension in ("type", "priority", "assignee", "label"):
-        by_key: dict[str, Any] = {}
-        for part in parts:
-            for entry in part.get(dimension, []):
-                into = by_key.setdefault(
-                    entry["key"],
-                    {"key": entry["key"], "label": entry["label"], "open": 0, "closed": 0},
-                )
-                into["open"] += entry["open"]
-                into["closed"] += entry["closed"]
-        entries = [{**entry, "total": entry["open"] + entry["closed"]} for entry in by_key.values()]
-        entries.sort(key=lambda entry: (-entry["total"], str(entry["key"])))
-        merged[dimension] = entries
-    return merged
-
-
-def _status_breakdown(facts: list[Facts]) -> list[dict[str, Any]]:
-    counts = dict.fromkeys(Status.values, 0)
-    for project in facts:
-        for status, count in project.statuses.items():
-            counts[status] += count
-    return [
-        {
-            "key": status,
-            "label": status,
-            "open": 0 if status == Status.CLOSED else count,
-            "closed": count if status == Status.CLOSED else 0,
-            "total": count,
-        }
-        for status, count in counts.items()
-    ]
 
 
 class Breakdowns:
@@ -702,14 +401,5 @@ class Breakdowns:
                 parts.append(breakdowns_compute(project_ids=[pk]))
             else:
                 parts.append(grouped[pk].result())
-        result = parts[0] if len(parts) == 1 else _merge(parts)
-        return {"status": _status_breakdown(self.facts), **result}, as_of
-
-
-def _dashboard_branches(plan: tuple[tuple[SpanPlan, ...], BreakdownPlan]) -> list[QuerySet[Any]]:
-    spans, breakdowns = plan
-    return _spans_branches(spans, layout=DASHBOARD_ROWS) + _breakdown_branches(breakdowns)
-
-
-# The statement of every dashboard request, compiled once per shape of its plan.
-_DASHBOARD = Prepared(_dashboard_branches)
+        result = parts[0] if len(parts) == 1 else breakdowns_merge(parts)
+        return {"status": status_breakdown(self.facts), **result}, as_of

@@ -35,11 +35,10 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncDate
 
+from collab.db.unions import Rows
 from comments.models import Comment
 from gitintegration.models import Commit, PullRequest
 from issues.models import Issue, IssueHistory, Status
-
-from .unions import Rows
 
 CLOSED = Status.CLOSED.value
 
@@ -83,7 +82,7 @@ class Collected:
 
 class Window(NamedTuple):
     """What to count from the sources: these projects' ``[start, end)`` (open-ended where
-    None). A tuple, so it can be part of an ``analytics.unions.Prepared`` plan."""
+    None). A tuple, so it can be part of an ``collab.db.prepared.PreparedUnion`` plan."""
 
     project_ids: tuple[int, ...]
     start: datetime | None

@@ -20,7 +20,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from collab.sequences import sequence_next
+from collab.db.sequences import sequence_next
 from events.models import Event
 from issues.models import PRIORITY_RANK, Issue, IssueHistory, IssueSequence, Label
 from issues.records import ISSUE_FIELDS

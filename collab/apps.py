@@ -5,15 +5,15 @@ from django.db.models.signals import post_migrate
 
 class CollabConfig(AppConfig):
     """The plumbing's own hooks (no models): after every migrate, each app's foreign keys
-    delete in the database as their models say (collab.cascades)."""
+    delete in the database as their models say (collab.db.cascades)."""
 
     name = "collab"
     verbose_name = "Collab plumbing"
 
     def ready(self) -> None:
-        from .cascades import post_migrate_cascades
+        from .db.cascades import post_migrate_cascades
 
-        post_migrate.connect(post_migrate_cascades, dispatch_uid="collab.cascades")
+        post_migrate.connect(post_migrate_cascades, dispatch_uid="collab.db.cascades")
 
 
 class AdminConfig(DjangoAdminConfig):

@@ -16,7 +16,7 @@ Two doors into one Django project:
 
 A read (``GET``/``HEAD``) whose client hangs up before its answer stops its database work
 (``ClientWatch``): a2wsgi listens to the client only while it reads a body, so a watcher of
-this module's own does, and cancels the request's statements (collab/querycost.py). A write
+this module's own does, and cancels the request's statements (collab/db/querycost.py). A write
 whose client hangs up still completes: what was sent and not awaited must not be lost.
 """
 
@@ -37,7 +37,8 @@ from django.core.handlers.base import BaseHandler
 from django.core.wsgi import get_wsgi_application
 from django.urls import set_script_prefix
 
-from collab.querycost import DISCONNECT_KEY, Disconnect
+from collab.api.routes import DeclaredPaths
+from collab.db.querycost import DISCONNECT_KEY, Disconnect
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
 
@@ -59,7 +60,8 @@ def _terminated_input(environ, start_response):
 
 django_wsgi = WSGIMiddleware(_terminated_input, workers=int(os.environ.get("WEB_THREADS", "8")))
 logger = logging.getLogger("collab.stream")
-ASYNC_PATHS = frozenset({"/v1/events/stream"})
+# The paths of the views that declare they stream (``streams = True``), from their routes.
+ASYNC_PATHS = DeclaredPaths("streams")
 # Only reads are streamed: any other method of these paths is answered (405) by the WSGI side.
 ASYNC_METHODS = frozenset({"GET", "HEAD"})
 # A stream's request has no body; what one carries anyway is kept up to this size for the

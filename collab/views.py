@@ -15,8 +15,9 @@ from rest_framework.response import Response
 
 from collab.api.exceptions import error_of
 from collab.api.middleware import json_error
+from collab.api.ratelimit import EXEMPT
 from collab.api.renderers import EnvelopeRenderer
-from collab.querycost import client_left, is_cancelled
+from collab.db.querycost import client_left, is_cancelled
 
 logger = logging.getLogger("collab.health")
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -64,6 +65,7 @@ class SchemaView(JsonAnswersMixin, SpectacularAPIView):
     """The OpenAPI document, JSON unless YAML is asked for (``?format=yaml``)."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+    rate_limit = EXEMPT  # public and static: not counted, no headers
 
 
 class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
@@ -72,6 +74,7 @@ class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
     inline style carries the nonce: the Content-Security-Policy of collab/csp.py holds."""
 
     template_name = "docs/swagger_ui.html"
+    rate_limit = EXEMPT
 
 
 @reads_only

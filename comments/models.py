@@ -31,7 +31,7 @@ class Comment(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    # The text /v1/search searches (collab.fulltext), weighing as a description does.
+    # The text /v1/search searches (collab.db.fulltext), weighing as a description does.
     search_fields = {"body": "B"}
 
     class Meta:

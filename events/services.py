@@ -21,7 +21,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from collab.writebatch import WriteBatch
+from collab.db.writebatch import WriteBatch
 
 from .models import Event, EventLogState
 

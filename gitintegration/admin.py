@@ -9,7 +9,7 @@ reopened; merging stays with the API, where a conflict can be answered.
 from django import forms
 from django.contrib import admin, messages
 
-from accounts.admin import adopt
+from collab.admin import adopt
 from collab.api.exceptions import ApiError, ValidationFailed
 
 from . import mirrors, services

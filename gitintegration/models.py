@@ -135,7 +135,7 @@ class PullRequest(models.Model):
     # Kept by the comments' services in their transactions; never counted per request.
     comment_count = models.PositiveIntegerField(default=0, db_default=0)
 
-    # The text /v1/search searches (collab.fulltext): the title weighs more.
+    # The text /v1/search searches (collab.db.fulltext): the title weighs more.
     search_fields = {"title": "A", "description": "B"}
 
     class Meta:

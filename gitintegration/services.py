@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from collab.api.exceptions import Conflict, NotFound, ValidationFailed, foreign_key_violation
-from collab.sequences import sequence_next
+from collab.db.sequences import sequence_next
 from collab.unset import UNSET, Maybe, given
 from events.services import changes_diff, event_record, model_update
 from issues.models import Issue

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from collab.api.exceptions import BadRequest, Conflict, Unauthorized, ValidationFailed
 from collab.api.permissions import MANAGE, READ, WRITE
+from collab.api.ratelimit import OwnBudget
 from collab.api.viewsets import ApiViewSet
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
@@ -253,6 +254,12 @@ class RepositoryPushViewSet(ApiViewSet):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     queryset = Repository.objects.none()
+    rate_limit = OwnBudget(
+        counter="push",
+        argument="repository_id",
+        limit_setting="RATE_LIMIT_PUSH",
+        what="this repository's push notifications",
+    )
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import admin
 from django.core.validators import RegexValidator
 
-from accounts.admin import adopt
+from collab.admin import adopt
 
 from . import selectors, services
 from .models import Issue, IssueHistory, Label

@@ -4,7 +4,7 @@ the filtered lists, without counting rows.
 ``IssueFacetCount`` holds, for each project and status, how many issues have each type, each
 priority, each assignee (``""``: none), each label (its id), were created on each day and
 last updated on each day (UTC, ``YYYY-MM-DD``), and on PostgreSQL how many hold each word
-of their search document (``word``: a lexeme of ``collab.fulltext``'s document, up to
+of their search document (``word``: a lexeme of ``collab.db.fulltext``'s document, up to
 ``WORD_MAX`` characters), which answers a search for one word. Triggers on the issue table
 and on its label links keep them, in the statement that changes the rows: every write path
 (the services, bulk requests, the admin, label renames and deletes, seeding) keeps them exact,
@@ -26,7 +26,7 @@ from functools import lru_cache
 from django.db import connection as default_connection
 from django.db import connections, transaction
 
-from collab import fulltext
+from collab.db import fulltext
 
 TABLE = "issues_issuefacetcount"
 ISSUES = "issues_issue"

@@ -14,7 +14,6 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import User
-from collab import fulltext
 from collab.api.filters import (
     CachedFormFilterSet,
     DateTimeFilter,
@@ -23,6 +22,7 @@ from collab.api.filters import (
     is_id,
 )
 from collab.api.pagination import PAGING_PARAMS
+from collab.db import fulltext
 
 from . import facets
 from .models import Issue, IssueType, Priority, Status

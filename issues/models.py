@@ -81,7 +81,7 @@ class Issue(models.Model):
     # Kept by the comments' services in their transactions; never counted per request.
     comment_count = models.PositiveIntegerField(default=0, db_default=0)
 
-    # The text ``q`` searches (collab.fulltext): the title weighs more than the description.
+    # The text ``q`` searches (collab.db.fulltext): the title weighs more than the description.
     search_fields = {"title": "A", "description": "B"}
 
     # Set by issue_create on the issue it made: its record as written (an IssueRecord of

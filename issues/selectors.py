@@ -13,8 +13,8 @@ from django.db.models import CharField, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Cast
 
 from accounts.models import User
-from collab.api.prepared import PreparedQuery
 from collab.api.routers import id_or_none
+from collab.db.prepared import PreparedQuery
 from projects.models import Project
 from projects.selectors import (
     PROJECT_FIELDS,
@@ -84,7 +84,7 @@ def issue_from_row(row: dict[str, Any], *, alias: str) -> Issue:
     return issue
 
 
-# Compiled once (collab.api.prepared): every route under an issue reads it first.
+# Compiled once (collab.db.prepared): every route under an issue reads it first.
 _ISSUE_READ = PreparedQuery(
     lambda *, pk, user_id: issue_rows(Issue.objects.filter(pk=pk), reader_id=user_id),
     pk=int,
@@ -161,7 +161,7 @@ def _labels_named_query(count: int) -> PreparedQuery:
 
 def labels_named(*, project_id: int, names: list[str]) -> list[Label]:
     """The project's labels of these (distinct) names, by name: what every issue write that
-    names labels reads, compiled once per number of names (collab.api.prepared)."""
+    names labels reads, compiled once per number of names (collab.db.prepared)."""
     if not 0 < len(names) <= LABELS_COMPILED_MAX:
         return list(Label.objects.filter(project_id=project_id, name__in=names).order_by("name"))
     query = _labels_named_query(len(names))

@@ -20,11 +20,11 @@ from django.utils import timezone
 from accounts.models import User
 from collab.api import bulk
 from collab.api.exceptions import ApiError, NotFound, ValidationFailed, foreign_key_violation
-from collab.api.prepared import PreparedQuery
 from collab.api.routers import id_or_none
-from collab.sequences import sequence_next, sequence_next_with_id
+from collab.db.prepared import PreparedQuery
+from collab.db.sequences import sequence_next, sequence_next_with_id
+from collab.db.writebatch import WriteBatch
 from collab.unset import UNSET, Maybe, given
-from collab.writebatch import WriteBatch
 from events.services import changes_diff, event_record, event_record_many, model_update
 from projects.models import Project
 from projects.selectors import project_seen
@@ -181,7 +181,7 @@ def issue_create(
 
     The issue carries its ``record`` as written (for the answer, without reading it back).
     Its writes (the row, its label links, the counter, its history row and its event) go to
-    the database as one batch once its number and id are drawn (``collab.writebatch``).
+    the database as one batch once its number and id are drawn (``collab.db.writebatch``).
     """
     # Refused before the transaction begins: it makes no savepoint of its own (see _atomic).
     _check_assignee(project, assignee_id)
@@ -381,7 +381,7 @@ def _locking_rows(*, pk: int, reader_id: int | None = None) -> QuerySet[Issue, d
     )
 
 
-# Compiled once (collab.api.prepared): every change of an issue reads it so.
+# Compiled once (collab.db.prepared): every change of an issue reads it so.
 _LOCKING_READ = PreparedQuery(_locking_rows, pk=int)
 _LOCKING_READ_FOR = PreparedQuery(_locking_rows, pk=int, reader_id=int)
 
@@ -459,7 +459,7 @@ def issue_update(
 
     Costs, besides the assignee's check and the labels' lookup when they are given, the
     locking read (none for an issue from ``issue_locked``, within its block) and, when
-    something changed, one batch of writes (``collab.writebatch``): the row, its label links,
+    something changed, one batch of writes (``collab.db.writebatch``): the row, its label links,
     the counters, the history rows and the event.
     """
     data = given(

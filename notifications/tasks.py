@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from . import services
+from . import delivery, fanout, services, sweep
 
 
 @shared_task(bind=True)
@@ -17,9 +17,9 @@ def event_fanout(
     if due:
         # Run eagerly (the tests), nothing else commits meanwhile: no gathering.
         gather = 0.0 if wait else settings.WEBHOOK_FANOUT_GATHER_SECONDS
-        return len(services.events_deliver_due(wait=wait, gather=gather))
+        return len(fanout.events_deliver_due(wait=wait, gather=gather))
     ids = event_ids if event_ids is not None else [event_id] if event_id is not None else []
-    return len(services.events_deliver(event_ids=ids, wait=wait))
+    return len(fanout.events_deliver(event_ids=ids, wait=wait))
 
 
 @shared_task(bind=True)
@@ -30,14 +30,14 @@ def webhook_deliver(
     # As the fan-out does, a worker's thread hands the sends on: retries bound for a receiver
     # that does not answer must not hold the threads the next events' fan-outs need.
     ids = delivery_ids if delivery_ids is not None else [delivery_id] if delivery_id else []
-    sent = services.deliveries_send(delivery_ids=ids, wait=bool(self.request.is_eager))
+    sent = delivery.deliveries_send(delivery_ids=ids, wait=bool(self.request.is_eager))
     return [delivery.status if delivery is not None else None for delivery in sent]
 
 
 @shared_task
 def deliveries_sweep() -> dict[str, int]:
-    swept = services.deliveries_sweep()
-    swept["disabled_notices"] = services.webhook_disabled_notices_sweep()
+    swept = sweep.deliveries_sweep()
+    swept["disabled_notices"] = sweep.webhook_disabled_notices_sweep()
     return swept
 
 

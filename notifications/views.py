@@ -231,6 +231,7 @@ class EventViewSet(ApiViewSet):
         filterset_class=None,
         pagination_class=None,
         content_negotiation_class=AnyAccept,
+        streams=True,  # served by the ASGI door (collab.asgi) on the event loop
     )
     def stream(self, request):
         options = sse.stream_options(request)

@@ -5,8 +5,8 @@ from django import forms
 from django.contrib import admin
 from django.db.models import Count
 
-from accounts.admin import adopt
 from accounts.models import Membership
+from collab.admin import adopt
 
 from . import services
 from .models import Project, ProjectMember

@@ -6,8 +6,8 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import Membership, Role, User
 from accounts.roles import role_remember, user_roles, workspace_role
-from collab.api.prepared import PreparedQuery
 from collab.api.routers import id_or_none
+from collab.db.prepared import PreparedQuery
 
 from .models import Project, ProjectMember
 
@@ -155,7 +155,7 @@ class ProjectLookup:
     routes that need them with the project, its team count and ``annotations``: expressions
     over the project's row (``OuterRef("pk")``), set on the project as attributes.
     Every route under a project makes this read first; compiling it would cost more than
-    running it (see collab.api.prepared).
+    running it (see collab.db.prepared).
     """
 
     def __init__(

@@ -20,7 +20,7 @@ def _after_migrate(sender, using, **kwargs) -> None:
     """The view again, and on SQLite the FTS triggers of any searchable table a migration
     rebuilt (rebuilding a table drops its triggers), with that table's index rebuilt. Nothing
     else to do on PostgreSQL, where the document is a generated column."""
-    from collab.fulltext import ensure_sqlite_documents
+    from collab.db.fulltext import ensure_sqlite_documents
 
     from .models import searchable_models
     from .schema import create_view

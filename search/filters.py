@@ -3,8 +3,8 @@
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema_field
 
-from collab import fulltext
 from collab.api.filters import CachedFormFilterSet, IdFilter
+from collab.db import fulltext
 from issues.filters import SortFilter
 
 from .models import HitType, SearchHit

@@ -17,7 +17,8 @@ class HitType(models.TextChoices):
     COMMENT = "comment"
 
 
-# Each kind: its table and its searchable fields, in the order their weights go (collab.fulltext).
+# Each kind: its table and its searchable fields, in the order their weights go
+# (collab.db.fulltext).
 SOURCES: dict[str, tuple[str, str]] = {
     HitType.ISSUE: ("issues", "Issue"),
     HitType.PULL_REQUEST: ("gitintegration", "PullRequest"),

@@ -16,7 +16,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from accounts.models import User
-from collab import fulltext
+from collab.db import fulltext
 from issues import facets
 from issues.models import IssueFacetCount
 from issues.selectors import visible_projects

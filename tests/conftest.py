@@ -61,8 +61,8 @@ def redis_clean_slate():
 def fanout_unmarked():
     """No test inherits the mark of a coalesced fan-out queued by the one before it and never
     run there (its broker stubbed, or its worker stopped): in production the mark lapses after
-    notifications.services.FANOUT_QUEUED_SECONDS; a test would wait that long for its events."""
-    from notifications.services import _fanout_unmark
+    notifications.fanout.FANOUT_QUEUED_SECONDS; a test would wait that long for its events."""
+    from notifications.fanout import _fanout_unmark
 
     _fanout_unmark()
 

@@ -1,11 +1,11 @@
-"""collab.cascades: after migrate, every foreign key deletes (or clears) in the database as
+"""collab.db.cascades: after migrate, every foreign key deletes (or clears) in the database as
 its model's on_delete says; a second run changes nothing."""
 
 import pytest
 from django.apps import apps
 from django.db import connection
 
-from collab.cascades import database_cascades_sync
+from collab.db.cascades import database_cascades_sync
 from tests.races import postgresql_only
 
 pytestmark = [postgresql_only, pytest.mark.django_db]

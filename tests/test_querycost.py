@@ -1,4 +1,4 @@
-"""A deadline on each statement of a web request (collab/querycost.py): past it the database
+"""A deadline on each statement of a web request (collab/db/querycost.py): past it the database
 cancels the statement and the answer is a 503 in the envelope with Retry-After; nothing of
 it outlives the request on a pooled connection. A read whose client disconnects has its
 statements cancelled the same way, and never those of a later request."""
@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, transaction
 
 import search.selectors
-from collab.querycost import DISCONNECT_KEY, Disconnect
+from collab.db.querycost import DISCONNECT_KEY, Disconnect
 from tests.conftest import assert_error
 
 SLOW = {

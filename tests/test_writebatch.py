@@ -1,10 +1,10 @@
-"""collab.writebatch: writes sent together, one statement on PostgreSQL, one by one elsewhere."""
+"""collab.db.writebatch: writes sent together, one statement on PostgreSQL, one by one elsewhere."""
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from collab.writebatch import WriteBatch
+from collab.db.writebatch import WriteBatch
 from issues.models import Label
 
 

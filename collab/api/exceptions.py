@@ -17,7 +17,7 @@ from rest_framework import exceptions as drf
 from rest_framework import status
 from rest_framework.response import Response
 
-from collab.querycost import client_left, is_cancelled
+from collab.db.querycost import client_left, is_cancelled
 
 logger = logging.getLogger("collab.api")
 
@@ -97,7 +97,7 @@ class RateLimited(ApiError):
 
 class QueryTimeout(ApiError):
     """A statement of the request ran past its deadline and the database cancelled it
-    (collab.querycost): the service is busy, not the request wrong."""
+    (collab.db.querycost): the service is busy, not the request wrong."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     code = "QUERY_TIMEOUT"
@@ -167,7 +167,7 @@ def foreign_key_violation(exc: BaseException) -> str | None:
 
     Races, not bugs (CONTRACT section 10): the API answers the writer 404 and the deleter 409,
     and a worker drops its write. SQLite names no side; a deletion there never races (one
-    writer at a time, collab.cascades), so it is the writer's.
+    writer at a time, collab.db.cascades), so it is the writer's.
     """
     if not isinstance(exc, IntegrityError):
         return None

@@ -7,10 +7,17 @@
 - Any other request (no credentials, a bad or expired key or token) counts against its
   **client address** (``addr:<address>``, an IPv6 address by its /64) at the small
   ``RATE_LIMIT_ANONYMOUS`` limit: a flood of 401s costs one counter hit each, then 429s.
-  The sign-in endpoints (``/v1/auth/*``, ``/v1/invitations/accept``) are the way to get
+  The sign-in endpoints (their views declare ``rate_limit = SIGN_IN``) are the way to get
   credentials, so they do not spend that budget; failed logins have their own, stricter
   protection (``accounts.login_protection``).
-- ``GET /v1/rate_limit`` with valid credentials reads the account's window without counting.
+- The status endpoint (``rate_limit = STATUS``) with valid credentials reads the account's
+  window without counting.
+- A view may give its requests a budget of their own (``rate_limit = OwnBudget(...)``), per
+  value of one of its URL's arguments: push notifications, per repository.
+- The schema and its docs (``rate_limit = EXEMPT``) are not counted and carry no headers.
+
+Which is which the views declare, as DRF's ``throttle_scope`` is declared, and the middleware
+reads it from their routes (``collab.api.routes``): no app's URL is written here.
 - A ``304 Not Modified`` (``collab.api.conditional``) is given back once answered: its headers
   show the budget as it stood before it.
 
@@ -27,24 +34,32 @@ keeps its result on the request, so the view does not authenticate twice).
 
 import ipaddress
 import logging
-import re
 from dataclasses import dataclass, replace
 
 from django.conf import settings
 
-from . import counters
+from . import counters, routes
 from .middleware import API_PREFIX, credential_user, json_error
 
 logger = logging.getLogger("collab.ratelimit")
 
-STATUS_PATH = "/v1/rate_limit"
-SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
-# The API's own documentation is public and static: not counted, no headers.
-DOCUMENT_PATHS = ("/v1/schema", "/v1/docs")
-# Push notifications are signed, not Bearer-authenticated, and come from a git server whose
-# address many repositories share (GitHub's hook addresses, say): each repository gets its
-# own budget instead of the address's small one.
-PUSH_PATH = re.compile(r"^/v1/repositories/([0-9]{1,19})/push$")
+# What a view declares as its ``rate_limit`` (none: counted against the caller).
+SIGN_IN = "sign_in"  # the way to get credentials: free without them
+STATUS = "status"  # reads the account's window: free with credentials
+EXEMPT = "exempt"  # public and static (the API's own documentation): not counted, no headers
+
+
+@dataclass(frozen=True)
+class OwnBudget:
+    """A view's requests counted per value of one of its URL's arguments, against a limit of
+    their own, instead of the caller's: push notifications are signed, not Bearer-
+    authenticated, and come from a git server whose address many repositories share (GitHub's
+    hook addresses, say), so each repository gets its own budget instead of the address's."""
+
+    counter: str  # the counters' prefix: "push" counts "push:<value>"
+    argument: str  # the URL's argument whose value is counted
+    limit_setting: str  # the setting that holds the limit per window
+    what: str  # the requests, as the 429's message names them
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,7 @@ class Identity:
     counter: str  # "user:7" or "addr:203.0.113.9"
     limit: int
     tier: str | None = None  # the account's tier; None for a client address
+    what: str | None = None  # the requests of a view's own budget (``OwnBudget.what``)
 
     @property
     def is_account(self) -> bool:
@@ -123,12 +139,17 @@ def address_identity(request) -> Identity:
     return Identity(counter=f"addr:{client_address(request)}", limit=settings.RATE_LIMIT_ANONYMOUS)
 
 
-def request_identity(request) -> Identity:
-    """The account behind valid credentials, or else the client address (or, for a push
-    notification, its repository)."""
-    push = PUSH_PATH.match(request.path)
-    if push is not None:
-        return Identity(counter=f"push:{push.group(1)}", limit=settings.RATE_LIMIT_PUSH)
+def request_identity(request, *, declared: object = None, arguments=None) -> Identity:
+    """The account behind valid credentials, or else the client address (or, for a view with
+    a budget of its own, the value of its URL's argument: a push notification's repository).
+    ``declared`` and ``arguments``: the view's ``rate_limit`` and its route's arguments."""
+    if isinstance(declared, OwnBudget):
+        value = (arguments or {})[declared.argument]
+        return Identity(
+            counter=f"{declared.counter}:{value}",
+            limit=getattr(settings, declared.limit_setting),
+            what=declared.what,
+        )
     user = credential_user(request)
     if user is not None:
         return account_identity(user)
@@ -170,9 +191,9 @@ def _refusal(usage: Usage):
             f"Rate limit exceeded: {identity.limit} requests per hour on the {identity.tier} "
             f"tier. Try again in {retry_after} seconds."
         )
-    elif identity.counter.startswith("push:"):
+    elif identity.what is not None:
         message = (
-            f"Rate limit exceeded for this repository's push notifications ({identity.limit} "
+            f"Rate limit exceeded for {identity.what} ({identity.limit} "
             f"per hour). Try again in {retry_after} seconds."
         )
     else:
@@ -197,17 +218,15 @@ class RateLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if (
-            not settings.RATE_LIMIT_ENABLED
-            or not request.path.startswith(API_PREFIX)
-            or request.path in DOCUMENT_PATHS
-        ):
+        if not settings.RATE_LIMIT_ENABLED or not request.path.startswith(API_PREFIX):
             return self.get_response(request)
-        identity = request_identity(request)
-        if identity.is_account:
-            free = request.path == STATUS_PATH
-        else:
-            free = request.path.startswith(SIGN_IN_PATHS)
+        declared, arguments = routes.route_fact(
+            request.path_info, "rate_limit", getattr(request, "urlconf", None)
+        )
+        if declared == EXEMPT:
+            return self.get_response(request)
+        identity = request_identity(request, declared=declared, arguments=arguments)
+        free = declared == (STATUS if identity.is_account else SIGN_IN)
         # Free requests read the window (for the headers) without counting or being refused.
         usage = rate_limit_peek(identity) if free else rate_limit_hit(identity)
         request.rate_limit = usage

@@ -28,6 +28,11 @@ from .validation import json_type_errors
 
 class ApiViewSet(viewsets.GenericViewSet):
     scope_group = ""
+    # Facts the plumbing reads from the routes (collab.api.routes); an ``@action`` may set
+    # them for itself: that its answer streams (collab.asgi), and how it is rate limited
+    # (collab.api.ratelimit).
+    streams = False
+    rate_limit: object = None
     filterset_class: type[FilterSet] | None = None
     # Overrides of the defaults (read for GET, write for POST/PUT/PATCH, admin for DELETE).
     action_scopes: dict[str, str] = {}

@@ -50,7 +50,7 @@ INSTALLED_APPS = [
     "notifications",
     "analytics",
     "demo",
-    # After every migrate: foreign keys delete in the database too (collab.cascades).
+    # After every migrate: foreign keys delete in the database too (collab.db.cascades).
     "collab.apps.CollabConfig",
 ]
 
@@ -58,9 +58,9 @@ MIDDLEWARE = [
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
-    # Every statement from here in has a deadline (collab/querycost.py).
-    "collab.querycost.StatementDeadlineMiddleware",
-    "collab.dbrouters.ReplicaPinMiddleware",
+    # Every statement from here in has a deadline (collab/db/querycost.py).
+    "collab.db.querycost.StatementDeadlineMiddleware",
+    "collab.db.routers.ReplicaPinMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "collab.csp.PolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -131,7 +131,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # and server-side cursors (``.iterator()``) are the one session feature it would use.
 DATABASE_TRANSACTION_POOLING = env.bool("DATABASE_TRANSACTION_POOLING", default=False)
 # An optional read replica: reads that need not see the caller's own writes go there
-# (collab.dbrouters); a request that wrote reads the primary for the rest of the request.
+# (collab.db.routers); a request that wrote reads the primary for the rest of the request.
 DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
 if DATABASE_REPLICA_URL:
     DATABASES["replica"] = {
@@ -139,20 +139,20 @@ if DATABASE_REPLICA_URL:
         **env.db_url_config(DATABASE_REPLICA_URL),
         "OPTIONS": {**DATABASES["default"].get("OPTIONS", {})},
     }
-    DATABASE_ROUTERS = ["collab.dbrouters.PrimaryReplicaRouter"]
+    DATABASE_ROUTERS = ["collab.db.routers.PrimaryReplicaRouter"]
 if DATABASE_TRANSACTION_POOLING:
     for _database in DATABASES.values():
         _database["DISABLE_SERVER_SIDE_CURSORS"] = True
         _database.setdefault("OPTIONS", {})["prepare_threshold"] = None
 
-# Query cost of web requests (collab/querycost.py): a statement of a request that runs longer
+# Query cost of web requests (collab/db/querycost.py): a statement of a request that runs longer
 # than this is cancelled (PostgreSQL's statement_timeout, set per transaction; SQLite's
 # progress handler) and answered 503 with Retry-After. 0: no limit. Commands, migrations
 # and Celery tasks are not limited.
 DATABASE_STATEMENT_TIMEOUT_MS = env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=15000)
 # What a 503 for a cancelled statement tells the client to wait, in seconds.
 DATABASE_TIMEOUT_RETRY_AFTER = env.int("DATABASE_TIMEOUT_RETRY_AFTER", default=5)
-# "Best match first" ranks only the newest this many matches (collab.fulltext); older ones
+# "Best match first" ranks only the newest this many matches (collab.db.fulltext); older ones
 # follow, newest first. 0: rank every match.
 SEARCH_RANK_CANDIDATES = env.int("SEARCH_RANK_CANDIDATES", default=1000)
 
@@ -334,7 +334,7 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
 
-# Webhook delivery (notifications/services.py). A failed attempt is tried again after
+# Webhook delivery (notifications/delivery.py). A failed attempt is tried again after
 # WEBHOOK_RETRY_BASE_SECONDS, doubling up to WEBHOOK_RETRY_MAX_SECONDS, with +-20% jitter,
 # until WEBHOOK_MAX_ATTEMPTS (the defaults span about a day). A hook whose deliveries all fail
 # for WEBHOOK_DISABLE_AFTER_HOURS is switched off and the workspace's admins emailed.
@@ -385,7 +385,7 @@ WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 # The event log (events/) and its stream (notifications/stream.py). The log's consumers, each
 # told an event's id once the transaction recording it commits: the webhooks' fan-out and the
 # stream's wake-up. The log itself imports none of them.
-EVENT_LOG_CONSUMERS = ["notifications.services.events_committed"]
+EVENT_LOG_CONSUMERS = ["notifications.fanout.events_committed"]
 EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=90)
 EVENT_STREAM_CHANNEL = env.str("EVENT_STREAM_CHANNEL", default="collab:events")
 EVENT_STREAM_HEARTBEAT_SECONDS = env.float("EVENT_STREAM_HEARTBEAT_SECONDS", default=15.0)
@@ -452,7 +452,7 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #   event_fanout               webhooks   it locks the event rows and skips those dispatched;
 #                                         a delivery is unique per (webhook, event). With
 #                                         Redis the commits' fan-outs coalesce: one queued
-#                                         takes every event due (notifications.services)
+#                                         takes every event due (notifications.fanout)
 #   webhook_deliver            webhooks   it claims the delivery with a conditional UPDATE (a
 #                                         lease): one POST per due attempt; one cut off by a
 #                                         dead worker is sent again as the next attempt, under

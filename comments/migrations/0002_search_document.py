@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from collab.fulltext import AddSearchDocument
+from collab.db.fulltext import AddSearchDocument
 
 
 class Migration(migrations.Migration):

@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 import pytest
 
 from analytics.periods import period_parse
-from analytics.selectors import human_duration
+from analytics.records import human_duration
 from collab.api.exceptions import BadRequest
 
 NOW = datetime(2026, 3, 31, 15, 30, tzinfo=UTC)

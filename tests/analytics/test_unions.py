@@ -1,5 +1,6 @@
-"""``analytics.unions``: rows of one shape from several tables in one statement, and that
-statement compiled once per shape of its plan, answering what the ORM answers."""
+"""``collab.db.unions`` and ``collab.db.prepared.PreparedUnion``: rows of one shape from
+several tables in one statement, and that statement compiled once per shape of its plan,
+answering what the ORM answers."""
 
 from datetime import timedelta
 from typing import NamedTuple
@@ -10,7 +11,8 @@ from django.db.models import BigIntegerField, Count, DateField, DateTimeField, F
 from django.db.models.functions import TruncDate
 from django.test.utils import CaptureQueriesContext
 
-from analytics.unions import Prepared, Rows
+from collab.db.prepared import PreparedUnion as Prepared
+from collab.db.unions import Rows
 from comments.models import Comment
 from issues.models import Issue
 from tests.analytics.conftest import NOW

@@ -4,8 +4,8 @@ import pytest
 from django.db import router, transaction
 
 from accounts.models import ApiKey
-from collab import dbrouters
-from collab.dbrouters import PrimaryReplicaRouter, ReplicaPinMiddleware
+from collab.db import routers
+from collab.db.routers import PrimaryReplicaRouter, ReplicaPinMiddleware
 from events.models import Event
 from idempotency.models import IdempotencyKey
 from issues.models import Issue
@@ -16,9 +16,9 @@ from ratelimits.models import RateLimitCounter
 
 @pytest.fixture
 def in_request():
-    dbrouters._state.in_request, dbrouters._state.pinned = True, False
+    routers._state.in_request, routers._state.pinned = True, False
     yield
-    dbrouters._state.in_request, dbrouters._state.pinned = False, False
+    routers._state.in_request, routers._state.pinned = False, False
 
 
 def test_request_reads_go_to_the_replica_until_the_request_writes(in_request):
@@ -57,7 +57,7 @@ def test_the_middleware_starts_each_request_unpinned_and_clears_after():
         PrimaryReplicaRouter().db_for_write(Issue)
         seen.append(PrimaryReplicaRouter().db_for_read(Issue))
 
-    dbrouters.pin_to_primary()
+    routers.pin_to_primary()
     ReplicaPinMiddleware(view)(object())
     assert seen == ["replica", "default"]
     assert PrimaryReplicaRouter().db_for_read(Issue) == "default"
@@ -71,7 +71,7 @@ def test_only_the_primary_migrates():
 
 @pytest.mark.django_db
 def test_a_prepared_query_compiles_for_the_database_the_router_picks(monkeypatch, world):
-    from collab.api.prepared import PreparedQuery
+    from collab.db.prepared import PreparedQuery
 
     query = PreparedQuery(lambda pk: Project.objects.filter(pk=pk).values("name"), pk=int)
     assert query.rows(pk=world.project.pk) == [{"name": "Rocket"}]
@@ -90,7 +90,7 @@ def test_a_prepared_query_compiles_for_the_database_the_router_picks(monkeypatch
 @pytest.mark.django_db
 def test_a_prepared_locking_read_goes_to_the_database_for_writes(monkeypatch, world):
     """As Django sends a select_for_update() queryset: db_for_write, which pins the request."""
-    from collab.api.prepared import PreparedQuery
+    from collab.db.prepared import PreparedQuery
 
     query = PreparedQuery(
         lambda pk: Project.objects.select_for_update().filter(pk=pk).values("name"), pk=int

@@ -1,4 +1,4 @@
-"""``PreparedQuery`` (collab/api/prepared.py): compiled once, it answers what the ORM answers
+"""``PreparedQuery`` (collab/db/prepared.py): compiled once, it answers what the ORM answers
 for every call's values, converts values as the ORM does, and refuses what it cannot do."""
 
 import threading
@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.authentication import api_key_with_user
 from accounts.models import ApiKey, Membership
-from collab.api.prepared import PreparedQuery
+from collab.db.prepared import PreparedQuery
 from projects.models import Project, ProjectMember
 from tests.factories import ProjectFactory, make_api_key
 

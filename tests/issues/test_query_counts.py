@@ -121,7 +121,7 @@ def test_label_list_query_count_does_not_grow_with_the_page(world):
 # own transactions make none (issues.services._atomic). Issue 16's ceilings, on PostgreSQL:
 CREATE_QUERIES = 6  # key, project and role, [assignee], [labels], number and id, the writes
 PATCH_QUERIES = 4  # key, issue locked with its labels and role, [assignee | labels], writes
-# The writes go as one statement on PostgreSQL (collab.writebatch). SQLite has no
+# The writes go as one statement on PostgreSQL (collab.db.writebatch). SQLite has no
 # data-modifying WITH: it sends them one by one, up to 4 more for a create (the row, its label
 # links, its counter, its history row, its event) and 5 for a change (the row, the links gone,
 # the links made, the counters, the history rows, the event).

@@ -24,7 +24,8 @@ from standardwebhooks import Webhook as StandardWebhook
 
 from events.models import Event
 from issues.models import Issue
-from notifications import services, tasks
+from notifications import delivery as engine
+from notifications import dispatch, fanout, services, sweep, tasks
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
@@ -203,11 +204,11 @@ def test_fanout_and_send_twice_deliver_once(api, world, receiver, settings):
     event = Event.objects.create(
         type="issue.created", workspace_id=world.acme.pk, project_id=world.project.pk
     )
-    first = services.event_fanout(event_id=event.pk)
-    assert services.event_fanout(event_id=event.pk) == []
+    first = fanout.event_fanout(event_id=event.pk)
+    assert fanout.event_fanout(event_id=event.pk) == []
     assert Delivery.objects.filter(event=event, webhook=webhook).count() == 1
     receiver.wait_for(1)
-    assert services.delivery_send(delivery_id=first[0]) is None
+    assert engine.delivery_send(delivery_id=first[0]) is None
     time.sleep(0.2)
     assert len(receiver.requests) == 1
 
@@ -509,12 +510,12 @@ def test_the_sweeper_takes_up_what_no_task_carried(api, world, receiver, setting
         next_attempt_at=old,
         claimed_until=old,  # the lease of a worker that died mid-send
     )
-    assert services.deliveries_sweep() == {"events": 1, "deliveries": 1}
+    assert sweep.deliveries_sweep() == {"events": 1, "deliveries": 1}
     requests = receiver.wait_for(2)
     assert {r.headers["x-collab-event"] for r in requests} == {"issue.created", "issue.updated"}
     lost = Event.objects.get(pk=lost_event.pk)
     assert lost.dispatched_at is not None
-    assert services.deliveries_sweep() == {"events": 0, "deliveries": 0}
+    assert sweep.deliveries_sweep() == {"events": 0, "deliveries": 0}
 
 
 def test_a_held_lease_is_not_taken(api, world, receiver):
@@ -525,7 +526,7 @@ def test_a_held_lease_is_not_taken(api, world, receiver):
     delivery = Delivery.objects.create(
         webhook=webhook, event=event, claimed_until=timezone.now() + timedelta(seconds=30)
     )
-    assert services.delivery_send(delivery_id=delivery.pk) is None
+    assert engine.delivery_send(delivery_id=delivery.pk) is None
     assert receiver.requests == []
 
 
@@ -667,14 +668,14 @@ def test_a_sweep_queues_a_few_batches_and_a_fair_share_of_each_webhook(world, mo
     )
     queued: list[tuple[str, dict]] = []
     monkeypatch.setattr(
-        services, "_enqueue", lambda task, countdown=None, **kw: queued.append((task, kw)) or True
+        dispatch, "enqueue", lambda task, countdown=None, **kw: queued.append((task, kw)) or True
     )
-    assert services.deliveries_sweep() == {
+    assert sweep.deliveries_sweep() == {
         "events": 0,
-        "deliveries": services.SWEEP_PER_WEBHOOK + 1,
+        "deliveries": sweep.SWEEP_PER_WEBHOOK + 1,
     }
     assert [task for task, _ in queued] == ["notifications.tasks.webhook_deliver"]
     [(_, kwargs)] = queued
     sent = Delivery.objects.filter(pk__in=kwargs["delivery_ids"])
     assert sent.filter(webhook=quiet).count() == 1
-    assert sent.filter(webhook=flooded).count() == services.SWEEP_PER_WEBHOOK
+    assert sent.filter(webhook=flooded).count() == sweep.SWEEP_PER_WEBHOOK

@@ -9,7 +9,8 @@ import time
 import pytest
 from django.db import connection
 
-from notifications import services
+from notifications import delivery as engine
+from notifications import dispatch, services
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 from tests.factories import WebhookFactory
@@ -71,7 +72,7 @@ def test_the_worker_drops_a_delivery_whose_webhook_is_gone(
 
     hook = WebhookFactory(project=world.project, url=receiver.url)
     receiver.statuses = [503]  # a retryable failure: it would be retried were it still there
-    real_post, real_enqueue = transport.post, services._enqueue
+    real_post, real_enqueue = transport.post, dispatch.enqueue
     retries = []
 
     def post_then_delete(url, **kwargs):
@@ -86,13 +87,13 @@ def test_the_worker_drops_a_delivery_whose_webhook_is_gone(
         return real_enqueue(task, countdown, **kwargs)
 
     monkeypatch.setattr(transport, "post", post_then_delete)
-    monkeypatch.setattr(services, "_enqueue", enqueue)
-    before = services.deliveries_dropped()
+    monkeypatch.setattr(dispatch, "enqueue", enqueue)
+    before = engine.deliveries_dropped()
     with caplog.at_level("INFO", logger="collab.webhooks"):
         assert_ok(create_issue(api.developer, world.project), 201)
 
     assert len(receiver.requests) == 1
-    assert services.deliveries_dropped() == before + 1
+    assert engine.deliveries_dropped() == before + 1
     assert retries == []
     assert "its webhook is gone" in caplog.text
     assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()

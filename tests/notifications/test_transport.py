@@ -11,7 +11,8 @@ from celery.signals import task_prerun
 from django.utils import timezone
 
 from events.models import Event
-from notifications import crypto, services, tasks, transport
+from notifications import crypto, dispatch, fanout, tasks, transport
+from notifications import delivery as engine
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.notifications.receiver import start_receiver
 from tests.notifications.test_delivery import create_issue, register
@@ -204,7 +205,7 @@ def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings)
         )
         delivery = Delivery.objects.create(webhook=webhook, event=event)
         before = timezone.now()
-        assert services.delivery_send(delivery_id=delivery.pk) is None
+        assert engine.delivery_send(delivery_id=delivery.pk) is None
 
         delivery.refresh_from_db()
         assert delivery.status == Delivery.Status.PENDING
@@ -217,7 +218,7 @@ def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings)
         first.join(5)
         # Its slot back, the receiver takes the delivery when it is due.
         Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
-        sent = services.delivery_send(delivery_id=delivery.pk)
+        sent = engine.delivery_send(delivery_id=delivery.pk)
         assert sent is not None and sent.status == Delivery.Status.SUCCEEDED
         assert sent.attempts == 1
     finally:
@@ -239,7 +240,7 @@ def test_a_paused_receiver_fails_its_delivery_as_an_attempt_to_retry(world, sett
             type="issue.updated", workspace_id=world.acme.pk, dispatched_at=timezone.now()
         )
         delivery = Delivery.objects.create(webhook=webhook, event=event)
-        sent = services.delivery_send(delivery_id=delivery.pk)
+        sent = engine.delivery_send(delivery_id=delivery.pk)
         assert sent.status == Delivery.Status.PENDING and sent.attempts == 1
         assert sent.next_attempt_at > timezone.now() + timedelta(minutes=5)
         [attempt] = DeliveryAttempt.objects.filter(delivery=delivery)
@@ -271,7 +272,7 @@ def _deliveries(world, url: str, count: int) -> list[Delivery]:
 
 def test_a_batch_goes_out_in_order_on_one_connection(world, receiver):
     deliveries = _deliveries(world, receiver.url, 5)
-    sent = services.deliveries_send(delivery_ids=[d.pk for d in deliveries])
+    sent = engine.deliveries_send(delivery_ids=[d.pk for d in deliveries])
     assert [d.status for d in sent] == [Delivery.Status.SUCCEEDED] * 5
     requests = receiver.wait_for(5)
     assert [r.headers["x-collab-delivery"] for r in requests] == [str(d.uuid) for d in deliveries]
@@ -334,7 +335,7 @@ def test_commits_while_a_fanout_is_queued_go_with_it(api, world, receiver, with_
     """A fan-out queued and not yet started takes the events committed meanwhile: they queue
     no task of their own. Once it starts, the next commit queues one again."""
     register(api, world.project, receiver.url, events=["issue.created"])
-    assert services._fanout_mark() is True  # as a commit does that queues the fan-out
+    assert fanout._fanout_mark() is True  # as a commit does that queues the fan-out
     with TaskRuns() as runs:
         for n in range(3):
             create_issue(api, world.project, title=f"Meanwhile {n}")
@@ -354,9 +355,9 @@ def test_commits_while_a_fanout_is_queued_go_with_it(api, world, receiver, with_
 
 def test_a_fanout_the_broker_refuses_leaves_no_mark(api, world, with_redis, monkeypatch):
     """The next commit queues the fan-out again; the sweeper has the events meanwhile."""
-    monkeypatch.setattr(services, "_enqueue", lambda *args, **kwargs: False)
+    monkeypatch.setattr(dispatch, "enqueue", lambda *args, **kwargs: False)
     create_issue(api, world.project)
-    assert services._fanout_mark() is True, "the refused fan-out left its mark behind"
+    assert fanout._fanout_mark() is True, "the refused fan-out left its mark behind"
 
 
 def test_without_an_answer_from_redis_each_commit_queues_its_own(api, world, settings):
@@ -376,7 +377,7 @@ def test_a_busy_receiver_hands_the_rest_of_the_batch_back_untried(world, setting
     try:
         holder.occupy()
         deliveries = _deliveries(world, holder.url, 3)
-        assert services.deliveries_send(delivery_ids=[d.pk for d in deliveries]) == [None] * 3
+        assert engine.deliveries_send(delivery_ids=[d.pk for d in deliveries]) == [None] * 3
         for delivery in Delivery.objects.all():
             assert delivery.status == Delivery.Status.PENDING and delivery.attempts == 0
             assert delivery.claimed_until is None
@@ -389,7 +390,7 @@ def test_a_busy_receiver_hands_the_rest_of_the_batch_back_untried(world, setting
 def test_a_delivery_attempted_elsewhere_since_it_was_read_is_not_claimed(world, receiver):
     [delivery] = _deliveries(world, receiver.url, 1)
     Delivery.objects.filter(pk=delivery.pk).update(attempts=1)  # another worker's try
-    assert services._deliveries_claim([[delivery]]) == []  # noqa: SLF001
+    assert engine._deliveries_claim([[delivery]]) == []  # noqa: SLF001
     assert receiver.requests == []
     assert Delivery.objects.get(pk=delivery.pk).attempts == 1
 
@@ -400,7 +401,7 @@ def test_a_slow_receiver_holds_up_no_other_webhook_of_the_same_task(world, recei
         [slow] = _deliveries(world, holder.url, 1)
         [quick] = _deliveries(world, receiver.url, 1)
         sending = threading.Thread(
-            target=services.deliveries_send, kwargs={"delivery_ids": [slow.pk, quick.pk]}
+            target=engine.deliveries_send, kwargs={"delivery_ids": [slow.pk, quick.pk]}
         )
         sending.start()
         assert holder.arrived.acquire(timeout=5)  # the slow one is on the wire, unanswered
@@ -432,7 +433,7 @@ def test_without_waiting_the_caller_is_free_while_a_slow_receiver_holds_its_turn
         [slow] = _deliveries(world, holder.url, 1)
         [quick] = _deliveries(world, receiver.url, 1)
         began = time.monotonic()
-        sent = services.deliveries_send(delivery_ids=[slow.pk, quick.pk], wait=False)
+        sent = engine.deliveries_send(delivery_ids=[slow.pk, quick.pk], wait=False)
         assert sent == [None, None] and time.monotonic() - began < 2
         assert holder.arrived.acquire(timeout=5)  # the slow one is on the wire, unanswered
         [request] = receiver.wait_for(1, timeout=5)
@@ -492,10 +493,10 @@ def test_an_event_reaches_its_receiver_in_four_statements(world, receiver):
             type="issue.updated", workspace_id=world.acme.pk, project_id=world.project.pk
         )
 
-    services.events_deliver(event_ids=[event().pk])  # the webhook's health row moved
+    fanout.events_deliver(event_ids=[event().pk])  # the webhook's health row moved
     latest = event()
     with CaptureQueriesContext(connection) as queries:
-        [made] = services.events_deliver(event_ids=[latest.pk])
+        [made] = fanout.events_deliver(event_ids=[latest.pk])
     statements = [q["sql"] for q in queries.captured_queries]
     if connection.vendor == "postgresql":  # elsewhere each write is a statement of its own
         assert len(statements) == 4, statements

@@ -64,6 +64,6 @@ def run_everywhere() -> dict[str, list[str]]:
 
 
 def _matches(text):
-    from collab import fulltext
+    from collab.db import fulltext
 
     return fulltext.Matches(fulltext.parse(text))

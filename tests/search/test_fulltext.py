@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from collab import fulltext
+from collab.db import fulltext
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
 from tests.liveserver import ROOT, embedded_env

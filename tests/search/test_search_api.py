@@ -280,6 +280,6 @@ def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
 
 
 def fulltext_matches(text):
-    from collab import fulltext
+    from collab.db import fulltext
 
     return fulltext.Matches(fulltext.parse(text))

@@ -48,7 +48,7 @@ DISCONNECT_KEY = "collab.disconnect"
 CANCEL_TIMEOUT_SECONDS = 2.0
 
 _disconnect: contextvars.ContextVar["Disconnect | None"] = contextvars.ContextVar(
-    "collab.querycost.disconnect", default=None
+    "collab.db.querycost.disconnect", default=None
 )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from django.db import connections, models, transaction
 
-logger = logging.getLogger("collab.cascades")
+logger = logging.getLogger("collab.db.cascades")
 
 # Django's on_delete -> (pg_constraint.confdeltype, the clause).
 _ACTIONS: dict[Any, tuple[str, str]] = {
