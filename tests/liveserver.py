@@ -77,6 +77,29 @@ def embedded_env(data_dir: Path, **overrides: str) -> dict[str, str]:
     return env
 
 
+def manage(env: dict[str, str], *args: str, check: bool = True, timeout: float = 300) -> str:
+    """``manage.py`` in a process of its own with ``env``: its standard output. With ``check``,
+    a command that fails fails the test with what it printed on standard error."""
+    done = manage_run(env, *args, timeout=timeout)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def manage_run(
+    env: dict[str, str], *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """``manage.py`` in a process of its own with ``env``, whatever its exit status."""
+    return subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def http_get(port: int, path: str, headers: dict | None = None, timeout: float = 10):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:

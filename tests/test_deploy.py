@@ -28,6 +28,8 @@ import httpx
 import pytest
 import yaml
 
+from tests.liveserver import manage_run
+
 ROOT = Path(__file__).resolve().parent.parent
 APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
 NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
@@ -100,17 +102,6 @@ def _production_env(**overrides: str) -> dict[str, str]:
     )
     env.update(overrides)
     return env
-
-
-def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 # docker-compose.yml ---------------------------------------------------------------------
@@ -328,7 +319,7 @@ def test_dockerignore_keeps_local_state_out_of_the_image():
 
 
 def test_production_settings_pass_the_deploy_checks():
-    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=_production_env())
+    result = manage_run(_production_env(), "check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -336,7 +327,7 @@ def test_production_settings_pass_the_deploy_checks():
 def test_production_settings_refuse_to_start_without_a_secret_key():
     env = _production_env()
     del env["SECRET_KEY"]
-    result = _manage("check", env=env)
+    result = manage_run(env, "check")
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert "SECRET_KEY" in result.stderr

@@ -10,7 +10,6 @@ import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from functools import partial
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.liveserver import ROOT, Worker, asgi_server, embedded_env, wait_until
+from tests.liveserver import Worker, asgi_server, embedded_env, manage, wait_until
 from tests.notifications.receiver import start_receiver
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
@@ -33,27 +32,14 @@ QUICK = {
 }
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(  # noqa: S603 - our own command, fixed arguments
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def embedded_template(tmp_path_factory) -> tuple[Path, str]:
     """A migrated, bootstrapped data directory (and its API key), made once per module and
     copied by each test."""
     data = tmp_path_factory.mktemp("embedded-template")
     env = embedded_env(data)
-    _manage(env, "migrate", "--noinput", "-v0")
-    announced = _manage(env, "bootstrap", "--port", "8000")
+    manage(env, "migrate", "--noinput", "-v0")
+    announced = manage(env, "bootstrap", "--port", "8000")
     key = re.search(r"clb_\w+", announced)
     assert key, announced
     return data, key.group()
@@ -274,7 +260,7 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
         "INVITATION_EMAIL_SWEEP_GRACE_SECONDS": "2",
     }
     stack = embedded(EMAIL_URL=f"smtp://127.0.0.1:{smtp.port}", **quick)
-    _manage(
+    manage(
         stack.env, "create_user", "--email", "pat@collab.localhost", "--password",
         "a-long-password-1", "--workspace", "Default", "--role", "developer",
     )  # fmt: skip

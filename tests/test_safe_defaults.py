@@ -23,7 +23,7 @@ from django.urls import path
 
 from collab import urls as collab_urls
 from collab.keyfile import keyfile_secret
-from tests.liveserver import ROOT, asgi_server, embedded_env
+from tests.liveserver import ROOT, asgi_server, embedded_env, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
 
@@ -119,16 +119,8 @@ def embedded(tmp_path_factory):
     """``./run`` with nothing configured: migrated, one user, the ASGI server on its own port."""
     data = tmp_path_factory.mktemp("embedded")
     env = embedded_env(data)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)  # noqa: S603
-    subprocess.run(  # noqa: S603
-        [*manage, "create_user", "--email", "root@example.test", "--password", PASSWORD],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
+    manage(env, "migrate", "-v0")
+    manage(env, "create_user", "--email", "root@example.test", "--password", PASSWORD)
     with asgi_server(env, data) as port:
         yield port
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import liveserver
-from tests.liveserver import ROOT, asgi_server
+from tests.liveserver import ROOT, asgi_server, manage
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES = os.environ.get("COLLAB_FUZZ_EXAMPLES", "25")
@@ -37,19 +37,6 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
         RATE_LIMIT_ANONYMOUS="1000000",
         EVENT_STREAM_MAX_SECONDS="0.25",
     )
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(  # noqa: S603 - our own command, fixed arguments
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return done.stdout
 
 
 def test_every_check_every_phase_finds_nothing(tmp_path):

@@ -29,6 +29,7 @@ from accounts.models import Membership, Role
 from collab.api.scopes import ALL_SCOPES
 from ratelimits.models import RateLimitCounter
 from tests.factories import UserFactory, WorkspaceFactory, make_api_key
+from tests.liveserver import manage
 
 pytestmark = [pytest.mark.slow(seconds=12), pytest.mark.live]
 
@@ -195,22 +196,10 @@ def test_the_embedded_default_serves_exactly_the_limit(tmp_path):
     )
     env.pop("REDIS_URL", None)
 
-    def manage(*arguments: str) -> str:
-        result = subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
-            [sys.executable, "manage.py", *arguments],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    manage("migrate", "--noinput", "-v0")
-    manage("create_user", "--email", "e@example.com", "--password", "p-long-passphrase")
+    manage(env, "migrate", "--noinput", "-v0")
+    manage(env, "create_user", "--email", "e@example.com", "--password", "p-long-passphrase")
     key = manage(
-        "create_api_key", "--email", "e@example.com", "--name", "k", "--scopes", "users:read"
+        env, "create_api_key", "--email", "e@example.com", "--name", "k", "--scopes", "users:read"
     ).splitlines()[-1]
 
     with servers(env, tmp_path) as ports:
