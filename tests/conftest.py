@@ -24,6 +24,7 @@ from tests.factories import (
     WorkspaceFactory,
     make_api_key,
 )
+from tests.gitorigin import Origin
 
 
 def _seconds(item: pytest.Item) -> float:
@@ -186,3 +187,24 @@ def assert_ok(response, status: int = 200):
 # Passwords of whitespace alone: long enough, not common, not numeric, and refused everywhere a
 # password is set (accounts.passwords.NotBlankValidator).
 BLANK_PASSWORDS = [" " * 8, " " * 24, "\t" * 10, " \t \u00a0 \u3000  \u2003 "]
+
+
+@pytest.fixture(scope="session")
+def built_origin(tmp_path_factory) -> Origin:
+    """The origin's history, made once per run (about 30 git commands); tests get a copy."""
+    origin = Origin(tmp_path_factory.mktemp("origin"))
+    origin.commit("main", {"README.md": "# Rocket\n"}, "Initial commit")
+    second = origin.commit("main", {"app.txt": "line one\nline two\n"}, "Add the app")
+    origin.commit(
+        "feature", {"feature.txt": "a feature\n"}, "Add the feature, fixes #1", start=second
+    )
+    origin.commit("conflict", {"app.txt": "LINE ONE (theirs)\nline two\n"}, "Shout", start=second)
+    origin.commit("main", {"app.txt": "line one (ours)\nline two\n"}, "Refine the app")
+    origin.commit("docs", {"docs.txt": "docs\n"}, "Write the docs", start="main")
+    return origin
+
+
+@pytest.fixture
+def origin(built_origin, tmp_path) -> Origin:
+    """A test's own copy of the built origin: it may commit, push and rewrite at will."""
+    return built_origin.copy_to(tmp_path)

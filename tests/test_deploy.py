@@ -497,8 +497,13 @@ def test_nginx_passes_the_event_stream_on_unbuffered():
     assert _directives(stream, "proxy_buffering") == [["off"]]
     (timeout,) = _directives(stream, "proxy_read_timeout")
     assert _seconds(timeout[0]) >= 3600 > settings.EVENT_STREAM_HEARTBEAT_SECONDS
-    # The one path collab.asgi serves on its event loop.
-    assert '"/v1/events/stream"' in (ROOT / "collab" / "asgi.py").read_text()
+    # The one path collab.asgi serves on its event loop: the routes that declare they stream.
+    from collab.api.routes import DeclaredPaths
+
+    assert 'DeclaredPaths("streams")' in (ROOT / "collab" / "asgi.py").read_text()
+    streams = DeclaredPaths("streams")
+    assert "/v1/events/stream" in streams
+    assert "/v1/events" not in streams and "/v1/projects" not in streams
 
 
 def test_nginx_limits_bodies_as_the_service_does():

@@ -9,10 +9,8 @@ import re
 import shutil
 import socket
 import sqlite3
-import subprocess
 import threading
 import time
-from functools import partial
 from pathlib import Path
 
 import httpx
@@ -227,22 +225,7 @@ class HeldListener:
             connection.close()
 
 
-def _bare_origin(tmp_path: Path) -> Path:
-    """A repository with one commit, as a bare repository a local clone URL can name."""
-    work = tmp_path / "work"
-    work.mkdir()
-    run = partial(subprocess.run, cwd=work, check=True, capture_output=True, timeout=60)
-    run(["git", "init", "--quiet", "-b", "main"])
-    (work / "README.md").write_text("# Rocket\n")
-    run(["git", "add", "README.md"])
-    run(["git", "-c", "user.name=T", "-c", "user.email=t@t.test", "commit", "-qm", "One"])
-    bare = tmp_path / "origin.git"
-    run(["git", "clone", "--quiet", "--bare", str(work), str(bare)])
-    return bare
-
-
-@pytest.mark.slow(seconds=16)
-def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path):
+def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path, origin):
     """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
     answers) and of a mention email (its SMTP server never greets), with an invitation's email
     queued behind it: the file broker has dropped the tasks. Restarted (the origin and the mail
@@ -264,7 +247,6 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
         stack.env, "create_user", "--email", "pat@collab.localhost", "--password",
         "a-long-password-1", "--workspace", "Default", "--role", "developer",
     )  # fmt: skip
-    bare = _bare_origin(tmp_path)
     try:
         with asgi_server(stack.env, stack.tmp_path) as port:
             stack.client = httpx.Client(
@@ -301,7 +283,7 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path)
             # The origin and the mail come back (the repository now names the origin itself).
             stack.rows(
                 "UPDATE gitintegration_repository SET clone_url = ? WHERE id = ?",
-                str(bare),
+                str(origin.path),
                 repository["id"],
             )
             stack.env["EMAIL_URL"] = f"filemail:///{outbox}"  # the path after the third slash

@@ -25,7 +25,7 @@ from gitintegration.models import PullRequest, Repository
 from issues.models import Issue
 from notifications.models import Delivery
 from tests.factories import make_api_key
-from tests.gitintegration.conftest import Origin
+from tests.gitorigin import Origin
 from tests.liveserver import (
     Worker,
     _group_kill,

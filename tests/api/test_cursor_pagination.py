@@ -48,7 +48,7 @@ from tests.factories import (
     make_api_key,
     make_issue,
 )
-from tests.gitintegration.conftest import Origin
+from tests.gitorigin import Origin
 
 CURSOR = re.compile(CURSOR_PATTERN)
 PAGE_META = {"total", "page", "per_page", "current_page", "total_pages", "total_count"}

@@ -10,7 +10,6 @@ exists nowhere), so most requests reach real resources instead of stopping at a 
 """
 
 import os
-import subprocess
 
 import pytest
 import schemathesis
@@ -96,34 +95,12 @@ def keep_the_test_transaction():
     request_finished.connect(close_old_connections)
 
 
-def git_world(world, tmp_path):
-    """A real repository (an origin with two branches) registered in the world's project and
-    synced, with one open pull request, so git operations meet real branches."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "GIT_AUTHOR_NAME": "A",
-        "GIT_AUTHOR_EMAIL": "a@example.test",
-        "GIT_COMMITTER_NAME": "A",
-        "GIT_COMMITTER_EMAIL": "a@example.test",
-    }
-    work = tmp_path / "work"
-
-    def git(*args):
-        subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)  # noqa: S603, S607
-
-    work.mkdir()
-    git("init", "--quiet", "-b", "main")
-    (work / "a.txt").write_text("a\n")
-    git("add", "a.txt")
-    git("commit", "--quiet", "-m", "First")
-    git("checkout", "--quiet", "-b", "feature")
-    (work / "b.txt").write_text("b\n")
-    git("add", "b.txt")
-    git("commit", "--quiet", "-m", "Second")
-    git("checkout", "--quiet", "main")
+def git_world(world, origin):
+    """A real repository (a copy of the run's origin: ``main`` and ``feature``, among others)
+    registered in the world's project and synced, with one open pull request, so git
+    operations meet real branches."""
     repository = git_services.repository_create(
-        project=world.project, actor=world.owner, name="origin", clone_url=work.as_uri()
+        project=world.project, actor=world.owner, name="origin", clone_url=origin.url
     )
     git_services.repository_sync(repository_id=repository.pk)
     pull = git_services.pull_request_create(
@@ -137,7 +114,7 @@ def git_world(world, tmp_path):
 
 
 @pytest.fixture
-def ids(world, tmp_path, settings) -> dict[str, list[int]]:
+def ids(world, tmp_path, settings, origin) -> dict[str, list[int]]:
     """The rows requests are steered onto, by kind of identifier.
 
     Beyond the conftest world: an archived project (writes under it answer 409), a public
@@ -162,7 +139,7 @@ def ids(world, tmp_path, settings) -> dict[str, list[int]]:
     )
     make_api_key(world.owner, ["projects:read"], revoked=True, name="old key")
     users = [world.owner, world.admin, world.developer, world.viewer, world.outsider, invitee]
-    repository, pull = git_world(world, tmp_path)
+    repository, pull = git_world(world, origin)
     return {
         "repository": [repository.pk],
         "pull": [pull.pk],

@@ -11,7 +11,7 @@ from django.conf import settings
 from events.models import Event
 from gitintegration.models import Commit, PullRequest
 from tests.conftest import client_for
-from tests.gitintegration.conftest import git
+from tests.gitorigin import git
 from tests.issues.test_concurrency import require_connections, run_threads
 
 pytestmark = [

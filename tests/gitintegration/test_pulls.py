@@ -11,7 +11,7 @@ from issues.models import Issue
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_issue
-from tests.gitintegration.conftest import git
+from tests.gitorigin import git
 
 PULL_FIELDS = {
     "id",

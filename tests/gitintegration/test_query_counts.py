@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from gitintegration.models import Branch, Commit, PullRequest, Repository, Review
 from gitintegration.services import repository_sync
-from tests.gitintegration.conftest import git
+from tests.gitorigin import git
 
 
 def queries(client, path: str, per_page: int) -> tuple[int, list[str]]:

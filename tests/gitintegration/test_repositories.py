@@ -148,7 +148,7 @@ def test_a_sync_that_finds_nothing_records_nothing(synced):
 
 
 def test_deleted_branches_disappear(api, synced, origin):
-    from tests.gitintegration.conftest import git
+    from tests.gitorigin import git
 
     git("branch", "-D", "docs", cwd=origin.path)
     repository_sync(repository_id=synced.pk)
@@ -159,7 +159,7 @@ def test_deleted_branches_disappear(api, synced, origin):
 
 
 def test_default_branch_follows_the_origin(synced, origin):
-    from tests.gitintegration.conftest import git
+    from tests.gitorigin import git
 
     git("symbolic-ref", "HEAD", "refs/heads/docs", cwd=origin.path)
     repository_sync(repository_id=synced.pk)
@@ -182,7 +182,7 @@ def test_a_failed_sync_keeps_the_error(api, world, tmp_path, django_capture_on_c
 
 
 def test_a_repaired_origin_syncs_again(api, world, tmp_path, django_capture_on_commit_callbacks):
-    from tests.gitintegration.conftest import Origin
+    from tests.gitorigin import Origin
 
     target = tmp_path / "later"
     target.mkdir()
