@@ -225,12 +225,54 @@ class HeldListener:
             connection.close()
 
 
+class HeldOnceReceiver(HeldListener):
+    """A webhook receiver that holds its first request unanswered (a delivery stuck in
+    flight) and answers every later one 200."""
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            if not self.connected.is_set():
+                self.held.append(connection)
+                self.connected.set()
+                continue
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _answer(connection: socket.socket) -> None:
+        with connection:
+            connection.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                if not (chunk := connection.recv(65536)):
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            while len(body) < length and (chunk := connection.recv(65536)):
+                body += chunk
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            )
+
+
 def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path, origin):
     """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
-    answers) and of a mention email (its SMTP server never greets), with an invitation's email
-    queued behind it: the file broker has dropped the tasks. Restarted (the origin and the mail
-    back), the sweeps do all three, once."""
-    smtp, origin_held = HeldListener(), HeldListener()
+    answers), of a mention email (its SMTP server never greets) and of a webhook delivery (its
+    receiver holds the request), with an invitation's email queued behind them: the file
+    broker has dropped the tasks. Restarted (the origin, the mail and the receiver back), the
+    sweeps do all four, once."""
+    smtp, origin_held, receiver = HeldListener(), HeldListener(), HeldOnceReceiver()
     outbox = tmp_path / "outbox"
     quick = {
         **QUICK,
@@ -241,6 +283,7 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path,
         "MENTIONS_SWEEP_GRACE_SECONDS": "2",
         "INVITATION_EMAIL_SWEEP_SECONDS": "1",
         "INVITATION_EMAIL_SWEEP_GRACE_SECONDS": "2",
+        "WEBHOOK_RETRY_BASE_SECONDS": "1",
     }
     stack = embedded(EMAIL_URL=f"smtp://127.0.0.1:{smtp.port}", **quick)
     manage(
@@ -270,6 +313,12 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path,
                     f"/v1/workspaces/{project['workspace_id']}/invitations",
                     {"email": "new@example.test", "role": "viewer"},
                 )
+                stack.post(
+                    f"/v1/projects/{project['id']}/webhooks",
+                    {"url": f"http://127.0.0.1:{receiver.port}/hook", "events": ["issue.created"]},
+                )
+                stack.post(f"/v1/projects/{project['id']}/issues", {"title": "Hooked"})
+                assert receiver.connected.wait(60), worker.output()[-3000:]
                 worker.kill()
             finally:
                 worker.stop()
@@ -279,6 +328,10 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path,
             assert stack.rows("SELECT notified_at FROM comments_mention") == [(None,)]
             invitation = "SELECT email_status FROM accounts_invitation"
             assert stack.rows(invitation) == [("queued",)]
+            # One delivery in flight (the "Crash" issue's own may have been fanned out to the
+            # webhook too, when the busy worker came to it after the webhook was made).
+            deliveries = "SELECT DISTINCT status FROM notifications_delivery"
+            assert stack.rows(deliveries) == [("pending",)]
 
             # The origin and the mail come back (the repository now names the origin itself).
             stack.rows(
@@ -301,12 +354,19 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path,
                     interval=0.5,
                     message=worker.output()[-3000:],
                 )
+                wait_until(
+                    lambda: stack.rows(deliveries) == [("succeeded",)],
+                    timeout=120,
+                    interval=0.5,
+                    message=worker.output()[-3000:],
+                )
                 time.sleep(3)  # a few more sweeps: nothing is sent twice
             finally:
                 worker.stop()
     finally:
         smtp.close()
         origin_held.close()
+        receiver.close()
     sent = sorted(message.read_text() for message in outbox.iterdir())
     assert len(sent) == 2
     assert [("pat@collab.localhost" in text, "new@example.test" in text) for text in sent] in (
