@@ -225,7 +225,9 @@ def parse_args() -> argparse.Namespace:
         args.seconds, args.rounds = 1, 1
         args.subscribers, args.capacity, args.events, args.burst = 20, 40, 3, 10
         args.webhook_rate, args.webhook_seconds = 50, 1
-        args.requests = 200
+        # Python threads with a small budget per turn: every measurement runs and reports in
+        # a fraction of a second (wrk's shortest turn is a whole second, 57 of them).
+        args.python_load, args.requests = True, 40
     return args
 
 

@@ -20,8 +20,9 @@ PATHOLOGICAL = [
 
 def cpu_ms(function, *args) -> float:
     """CPU time of this thread for the call, the collector held off (a full collection of the
-    test process's heap costs as much as the call; the server freezes its heap at start)."""
-    gc.collect()
+    test process's heap costs as much as the call; the server freezes its heap at start).
+    Disabled, not collected first: a collection of the whole suite's heap takes longer than
+    the call it would clear the way for."""
     gc.disable()
     try:
         start = time.thread_time()
