@@ -125,8 +125,18 @@ def captured(client, path: str) -> tuple[dict, list[str]]:
 # The swept world: at least three rows in every list ------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def five_commits(tmp_path_factory) -> Origin:
+    """An origin whose main branch has five commits, built once for the module; each test
+    gets a copy of it (one may push to it)."""
+    origin = Origin(tmp_path_factory.mktemp("five-commits"))
+    for n in range(5):
+        origin.commit("main", {"n.txt": f"{n}\n"}, f"Commit {n}")
+    return origin
+
+
 @pytest.fixture
-def crowd(swept, tmp_path, settings):
+def crowd(swept, tmp_path, settings, five_commits):
     """The swept world (tests/api/conftest.py) with at least three rows in every list the
     owner can read, and a real git repository whose main branch has five commits."""
     world, known = swept
@@ -184,9 +194,7 @@ def crowd(swept, tmp_path, settings):
             comment=swept_comment, actor=world.owner, body=f"Edited {n}"
         )
 
-    origin = Origin(tmp_path)
-    for n in range(5):
-        origin.commit("main", {"n.txt": f"{n}\n"}, f"Commit {n}")
+    origin = five_commits.copy_to(tmp_path)
     real = git_services.repository_create(
         project=project, actor=world.owner, name="origin", clone_url=origin.url
     )
