@@ -44,6 +44,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: (-slowest[item.nodeid.split("::", 1)[0]], -_seconds(item)))
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, whose drop at the end no lingering session can hold
+    up: a thread that outlived its test (a delivery pool's sender, a live server's handler)
+    may still hold a connection, and PostgreSQL's DROP DATABASE then waits for it and fails."""
+    yield
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def redis_clean_slate():
     """Each xdist worker owns one Redis database (collab.settings.test): empty it at the start,
