@@ -310,7 +310,7 @@ def test_the_events_page_lists_every_kind():
 # Citations ------------------------------------------------------------------------------------
 
 # Spelled in pieces so that this file does not name what it looks for: the two documents, and
-# citations of their sections ("CONTRACT §4", "CONTRACT section 4", "CONTRACT 9").
+# citations of their sections (the word, then "§4", "section 4" or "9").
 RETIRED = (
     r"shared/" + r"SPEC\.md",
     r"shared/" + r"CONTRACT\.md",
