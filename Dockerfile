@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     COLLAB_DATA_DIR=/app/var \
     PORT=8000
 
-# git: repositories are fetched, synced and merged with the real git (CONTRACT section 5).
+# git: repositories are fetched, synced and merged with the real git (docs/guide/git-integration.md).
 RUN apt-get update \
     && apt-get install --yes --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/*

@@ -96,7 +96,7 @@ class ApiKeyCreateSerializer(serializers.Serializer):
     scopes = serializers.MultipleChoiceField(
         choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
     )
-    # camelCase to match the documented client library: CONTRACT section 4.
+    # camelCase to match the documented client library: docs/guide/authentication.md.
     expiresIn = SingleLineCharField(  # noqa: N815
         required=False, allow_null=True, default="1y", max_length=32
     )

@@ -151,7 +151,7 @@ def user_update(*, user: User, name: Maybe[str] = UNSET, handle: Maybe[str] = UN
 
 
 def user_set_tier(*, user: User, tier: str) -> User:
-    """Set the rate-limit tier (CONTRACT section 7); the next request sees the new limit."""
+    """Set the rate-limit tier (docs/guide/rate-limits.md); the next request sees the new limit."""
     if tier not in User.Tier.values:
         raise ValidationFailed.field(
             "tier", f"Unknown tier '{tier}'; choose one of: {', '.join(User.Tier.values)}."
@@ -431,7 +431,7 @@ def _access_token_parse(raw: str | None) -> AccessToken | None:
 
 def auth_logout(*, refresh_token: str, access_token: str | None = None) -> None:
     """End a session: its refresh token, every access token issued in it, and the access
-    token the call was made with (CONTRACT section 9), all or nothing.
+    token the call was made with (docs/guide/authentication.md, JWT sessions), all or nothing.
 
     Both tokens must be the same account's: one account's token cannot end another's session.
     """

@@ -1,4 +1,5 @@
-"""Access tokens ended before they expire: the denylist behind logout (CONTRACT section 9).
+"""Access tokens ended before they expire: the denylist behind logout
+(docs/guide/authentication.md).
 
 An access token is a signed JWT, valid by its signature and ``exp`` alone, so ending one early
 takes a list of ended tokens that every JWT request consults. An entry names either

@@ -1,5 +1,5 @@
 """The ``period`` query parameter: a number and a unit (``12h``, ``30d``, ``4w``, ``6m``,
-``1y``) or ``all`` (CONTRACT section 5), turned into the UTC interval it covers.
+``1y``) or ``all`` (docs/guide/analytics.md), turned into the UTC interval it covers.
 
 Hours cover whole UTC hours ending with the current one (``12h``: this hour so far and the 11
 before it). Days, weeks, months and years cover whole UTC calendar days ending with today:

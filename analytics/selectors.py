@@ -198,7 +198,7 @@ def _first_day(days: dict[date, Stats], facts: list[Facts], end: datetime) -> da
 
 
 def metrics(*, projects: list[Project], period: Period) -> dict[str, Any]:
-    """The metrics object of CONTRACT section 5 (see the README, Analytics, for each figure)."""
+    """The metrics object (docs/guide/analytics.md defines each figure)."""
     facts = project_facts(projects)
     month_start = day_start(period.end.astimezone(UTC).date().replace(day=1))
     asks = [Ask(period.start, period.end)]

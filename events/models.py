@@ -6,7 +6,7 @@ from collab.api.renderers import iso_z
 
 
 class Event(models.Model):
-    """One entry of the durable event log (CONTRACT section 6).
+    """One entry of the durable event log (docs/guide/events-and-webhooks.md).
 
     Ids increase; workspace, project and actor are kept as plain ids so that the log
     outlives what it speaks of (a deleted project's events stay readable).

@@ -1,5 +1,5 @@
 """Repositories and pull requests in the admin, written through the git services so that a
-change made here records the same events as over the API (CONTRACT section 6).
+change made here records the same events as over the API (docs/guide/events-and-webhooks.md).
 
 Repositories are registered and deleted here (the URL guard runs in the form), synced with
 the "Sync now" action, and show their last error. Pull requests can be retitled, closed and

@@ -1,5 +1,6 @@
-"""Issues and labels in the admin, written through the issue services so that a change made
-here records the same history rows and events as over the API (CONTRACT sections 5 and 6).
+"""Issues and labels in the admin, written through the issue services so that a change made here
+records the same history rows and events as over the API (docs/guide/issues.md,
+docs/guide/events-and-webhooks.md).
 
 The services raise API errors, which a form cannot show once saving has started, so every
 rule they enforce (assignee who can see the project, label names unique per project, the

@@ -1,4 +1,4 @@
-"""The two signatures of a delivery (CONTRACT section 6), over the exact bytes sent.
+"""The two signatures of a delivery (docs/guide/events-and-webhooks.md), over the exact bytes sent.
 
 - ``X-Collab-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>``, GitHub's scheme;
 - Standard Webhooks: ``webhook-signature: v1,<base64 HMAC-SHA256(secret,

@@ -1,5 +1,5 @@
 """Projects in the admin, written through the project services so that every change made
-here records the same event as over the API (CONTRACT section 6)."""
+here records the same event as over the API (docs/guide/events-and-webhooks.md)."""
 
 from django import forms
 from django.contrib import admin

@@ -15,7 +15,7 @@ ADMIN_ROLES = (Role.OWNER, Role.ADMIN)
 
 
 def project_visibility_q(user: User, prefix: str = "") -> Q:
-    """Which projects the user may see (CONTRACT section 4, Visibility).
+    """Which projects the user may see (docs/guide/authentication.md, Visibility).
 
     Public projects: everyone signed in. Internal: every member of the workspace.
     Private: the project's team and the workspace's owners and admins.

@@ -1,8 +1,8 @@
 """A deletion and a write under it, on two real PostgreSQL connections, in a chosen order.
 
 ``race`` runs the deletion in the test's thread and lets the write in, on a thread and a
-connection of its own, at one of the two moments that used to fail (CONTRACT section 10,
-"Races are input"):
+connection of its own, at one of the two moments that used to fail
+(docs/guide/envelope-and-errors.md, "Races are answered like any other input"):
 
 - ``"collected"``: after Django has read the rows to delete with the parent (its
   ``Collector``) and before it deletes any: a child committed then is not among them, and

@@ -4,7 +4,7 @@ Records built by hand live in each app's ``records.py`` as a ``TypedDict`` and i
 the schema describes them with output serializers. The first tests hold each pair together
 (same fields, same nullability, compatible types), and fail on a record type nobody paired.
 The last walks every record type the API answers, built from the barest rows (nothing
-optional filled in), and finds no "" outside the free text a caller writes (CONTRACT 9).
+optional filled in), and finds no "" outside the free text a caller writes (docs/guide/index.md).
 """
 
 import importlib

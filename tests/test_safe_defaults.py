@@ -1,4 +1,4 @@
-"""The embedded default is safe as shipped (CONTRACT 10): secrets of its own, no debug pages.
+"""The embedded default is safe as shipped (docs/security.md): secrets of its own, no debug pages.
 
 The live cases start the service exactly as ``./run`` does, with nothing configured but a
 data folder of the test's own.

@@ -4,8 +4,8 @@
 
     event = webhooks.verify(request.body, request.headers, secret=["whsec-new", "whsec-old"])
 
-A delivery carries two signatures over the exact bytes of its body (CONTRACT section 6);
-either is enough:
+A delivery carries two signatures over the exact bytes of its body
+(docs/guide/events-and-webhooks.md); either is enough:
 
 - ``X-Collab-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`` (GitHub's scheme);
 - Standard Webhooks: ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature:

@@ -1,4 +1,4 @@
-"""Bulk requests (CONTRACT section 9): one answer per item, in input order.
+"""Bulk requests (docs/guide/bulk-writes.md): one answer per item, in input order.
 
 An item is answered ``{"index", "status", "data", "error"}``: its record and 201 or 200, or
 its error as a single request would have answered it. Without ``atomic`` a bad item does not

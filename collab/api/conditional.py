@@ -1,4 +1,5 @@
-"""Conditional requests (CONTRACT section 9): ETags, ``If-None-Match`` and ``If-Match``.
+"""Conditional requests (docs/guide/conditional-requests.md): ETags, ``If-None-Match`` and
+``If-Match``.
 
 - Every ``200`` to a GET under ``/v1/`` carries an ``ETag``: a digest of the exact body, so
   it changes whenever anything the caller would read changes (a label renamed on an issue,

@@ -2,7 +2,7 @@
 
 Every error leaves the service as
 ``{"success": false, "error": {"code", "message", "details"}}`` with the status of
-CONTRACT section 2. Views raise the classes below (or DRF's own exceptions, which are
+docs/guide/envelope-and-errors.md. Views raise the classes below (or DRF's own exceptions, which are
 mapped here); nothing else builds an error body.
 """
 
@@ -165,9 +165,9 @@ def foreign_key_violation(exc: BaseException) -> str | None:
     row gone at its commit), ``"children"`` when a deletion found rows added under it; None
     for any other error.
 
-    Races, not bugs (CONTRACT section 10): the API answers the writer 404 and the deleter 409,
-    and a worker drops its write. SQLite names no side; a deletion there never races (one
-    writer at a time, collab.db.cascades), so it is the writer's.
+    Races, not bugs (docs/guide/envelope-and-errors.md): the API answers the writer 404 and the
+    deleter 409, and a worker drops its write. SQLite names no side; a deletion there never
+    races (one writer at a time, collab.db.cascades), so it is the writer's.
     """
     if not isinstance(exc, IntegrityError):
         return None

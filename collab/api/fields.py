@@ -54,7 +54,7 @@ class SingleLineCharField(serializers.CharField):
 
 class EmptyAsNullCharField(serializers.CharField):
     """An output text the server fills in, kept as "" in its row while absent: the API shows
-    absent values as null, never "" (CONTRACT section 9), and the schema says it is nullable."""
+    absent values as null, never "" (docs/guide/index.md), and the schema says it is nullable."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["allow_null"] = True

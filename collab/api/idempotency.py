@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` on POST (CONTRACT section 1).
+"""``Idempotency-Key`` on POST (docs/guide/idempotency.md).
 
 The first request with a key claims it by inserting a row (unique per user and key) inside a
 transaction that also holds everything the request writes, and that records the answer before

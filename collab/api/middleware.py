@@ -119,8 +119,8 @@ def _is_html(response) -> bool:
 
 
 def _html_error_as_json(request, response):
-    """No path answers an HTML error page, DEBUG or not (CONTRACT 10): the page is dropped,
-    its status and headers kept, and the body is the envelope."""
+    """No path answers an HTML error page, DEBUG or not (docs/guide/envelope-and-errors.md): the
+    page is dropped, its status and headers kept, and the body is the envelope."""
     status = response.status_code
     if status >= 500:
         code, message = "INTERNAL_ERROR", "The service failed to handle this request."
@@ -139,7 +139,7 @@ def _html_error_as_json(request, response):
     return answer
 
 
-# Methods whose body the contract ignores (CONTRACT 9): nothing a client sends with them can
+# Methods whose body the API ignores (docs/guide/index.md): nothing a client sends with them can
 # change what they do, so the body is dropped before any view, parser or guard sees it.
 BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 

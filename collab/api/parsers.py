@@ -4,7 +4,8 @@ from rest_framework.parsers import BaseParser
 
 
 class JSONObjectParser(BaseParser):
-    """Parses ``application/json`` bodies, which must hold a JSON object (CONTRACT section 2)."""
+    """Parses ``application/json`` bodies, which must hold a JSON object
+    (docs/guide/envelope-and-errors.md)."""
 
     media_type = "application/json"
 

@@ -1,4 +1,4 @@
-"""Request limits (CONTRACT section 7): who is counted, against which limit, and the headers.
+"""Request limits (docs/guide/rate-limits.md): who is counted, against which limit, and the headers.
 
 - A request with valid credentials counts against its **account** (``user:<id>``), whatever
   the credential (a JWT or any of the user's API keys), at the limit of the account's tier

@@ -52,7 +52,7 @@ def _header(description: str, schema: dict | None = None, *, required: bool = Tr
     }
 
 
-# Headers every response of a given status carries (CONTRACT sections 1-3).
+# Headers every response of a given status carries (docs/guide/envelope-and-errors.md).
 ERROR_HEADERS = {
     "401": {"WWW-Authenticate": _header('Always `Bearer realm="api"`.')},
     "405": {"Allow": _header("The methods this path accepts.")},
@@ -62,7 +62,7 @@ ERROR_HEADERS = {
         )
     },
 }
-# On every response under /v1/ while the limiter is on (CONTRACT section 7;
+# On every response under /v1/ while the limiter is on (docs/guide/rate-limits.md;
 # collab/api/ratelimit.py), counted against the account of valid credentials, or else against
 # the client address. Defined once under components/headers and referred to from each
 # response; required exactly when this server sends them (RATE_LIMIT_ENABLED, the default).

@@ -12,7 +12,7 @@ ALL_SCOPES: tuple[str, ...] = tuple(
     f"{group}:{level}" for group, levels in GROUP_LEVELS.items() for level in levels
 )
 
-# Which operation needs which scope (CONTRACT section 4), for the README and the schema.
+# Which operation needs which scope (docs/guide/authentication.md), for the schema.
 SCOPE_TABLE = [
     (
         "read projects, members, repositories, branches, pull requests, metrics, reports, events",

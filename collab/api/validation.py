@@ -1,4 +1,5 @@
-"""JSON types checked before DRF's fields see a value (CONTRACT section 2: a wrong type is 422).
+"""JSON types checked before DRF's fields see a value (docs/guide/envelope-and-errors.md: a
+wrong type is 422).
 
 DRF's fields are lenient by design, made for HTML forms: a ``CharField`` takes ``7`` and
 stores ``"7"``, an ``IntegerField`` takes ``"7"`` and ``7.0``, a ``BooleanField`` takes

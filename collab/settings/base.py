@@ -168,7 +168,7 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# Rate limits (CONTRACT section 7, collab/api/ratelimit.py). Requests per window, counted per
+# Rate limits (docs/guide/rate-limits.md, collab/api/ratelimit.py). Requests per window, counted per
 # account at its tier's limit whatever the credential, and per client address for requests
 # without valid credentials. A window starts with its first request and lasts an hour.
 RATE_LIMIT_ENABLED = env.bool("RATE_LIMIT_ENABLED", default=True)
@@ -230,7 +230,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
-# Bodies over this answer 413 before anything reads them (CONTRACT section 2).
+# Bodies over this answer 413 before anything reads them (docs/guide/envelope-and-errors.md).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 # A request head not complete this long after the connection (or its first byte) is closed
 # by the web server (collab/http_protocol.py); nginx's client_header_timeout matches it.

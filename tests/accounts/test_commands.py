@@ -1,4 +1,4 @@
-"""The operator commands (CONTRACT section 8): each success path, each error path, and one
+"""The operator commands (docs/operations/commands.md): each success path, each error path, and one
 real ``manage.py`` run to prove what a shell script sees."""
 
 import os

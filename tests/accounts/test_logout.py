@@ -1,5 +1,5 @@
-"""Logout ends the session (CONTRACT section 9): the refresh token, the access tokens issued in
-the session, and the access token the call was made with; on both denylist stores."""
+"""Logout ends the session (docs/guide/authentication.md): the refresh token, the access tokens
+issued in the session, and the access token the call was made with; on both denylist stores."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,6 +1,7 @@
-"""A user deleted while a key of theirs is made (CONTRACT section 10, "Races are input"):
-no endpoint deletes a person; the admin and the shell do, in a transaction. The deletion
-succeeds, the key is made or the request answers 401/404, never a 500, never an orphan."""
+"""A user deleted while a key of theirs is made (docs/guide/envelope-and-errors.md, "Races are
+answered like any other input"): no endpoint deletes a person; the admin and the shell do, in a
+transaction. The deletion succeeds, the key is made or the request answers 401/404, never a 500,
+never an orphan."""
 
 import pytest
 from django.db import transaction

@@ -1,4 +1,4 @@
-"""Conditional requests (CONTRACT section 9), swept over every route of the URLconf.
+"""Conditional requests (docs/guide/conditional-requests.md), swept over every route of the URLconf.
 
 Every 200 to a GET carries an ETag and answers 304 to it; a 304 costs no rate-limit budget;
 every PUT, PATCH and DELETE with a stale ``If-Match`` answers 412 and writes nothing, and

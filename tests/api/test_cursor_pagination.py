@@ -1,4 +1,4 @@
-"""Cursor pagination (CONTRACT section 9) on every list, beside ``page``/``per_page``.
+"""Cursor pagination (docs/guide/pagination.md) on every list, beside ``page``/``per_page``.
 
 Every list route of the schema is swept: walked by cursor it gives every row once, in the
 order pages by number give, for the same queries as page 1 and without an OFFSET. Then the

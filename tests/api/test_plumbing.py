@@ -1,5 +1,6 @@
-"""The shared API plumbing (CONTRACT sections 1-3): envelopes, errors, body guards,
-pagination and health probes, exercised through the API client."""
+"""The shared API plumbing (docs/guide/index.md, docs/guide/envelope-and-errors.md,
+docs/guide/pagination.md): envelopes, errors, body guards, pagination and health probes,
+exercised through the API client."""
 
 import re
 from datetime import timedelta
@@ -294,7 +295,7 @@ def test_non_json_body_is_415_even_where_the_body_is_never_read(api, world):
 
 
 def test_a_body_on_get_head_or_delete_is_ignored(api, world):
-    """CONTRACT 9: whatever such a body holds, it changes nothing and refuses nothing."""
+    """docs/guide/index.md: whatever such a body holds, it changes nothing and refuses nothing."""
     response = api.owner.generic("GET", "/v1/projects", b"q=x", content_type="text/plain")
     assert response.status_code == 200
     response = api.owner.generic("HEAD", "/v1/projects", b"{", content_type="application/json")

@@ -1,9 +1,9 @@
-"""Repositories and pull requests deleted while rows are written under them (CONTRACT
-section 10, "Races are input"): a project deleted while a repository is registered, a
-repository deleted (itself or with its project) while its sync writes branches and commits,
-a pull request deleted with its repository while it is reviewed or commented on. The deletion
-succeeds; the write is done, answers 404, or (the sync, a worker) stops quietly; never a 500,
-never an orphan."""
+"""Repositories and pull requests deleted while rows are written under them
+(docs/guide/envelope-and-errors.md, "Races are answered like any other input"): a project
+deleted while a repository is registered, a repository deleted (itself or with its project)
+while its sync writes branches and commits, a pull request deleted with its repository while it
+is reviewed or commented on. The deletion succeeds; the write is done, answers 404, or (the
+sync, a worker) stops quietly; never a 500, never an orphan."""
 
 import pytest
 

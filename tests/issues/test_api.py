@@ -1,4 +1,4 @@
-"""Issues and labels through the API (CONTRACT sections 1, 2, 4, 5, 6): status, the whole
+"""Issues and labels through the API (docs/guide/issues.md): status, the whole
 envelope, the database afterwards, the history rows and the event each change records."""
 
 import re

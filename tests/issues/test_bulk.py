@@ -1,4 +1,4 @@
-"""Bulk issue writes (CONTRACT section 9): ``POST /v1/projects/:id/issues/bulk`` and
+"""Bulk issue writes (docs/guide/bulk-writes.md): ``POST /v1/projects/:id/issues/bulk`` and
 ``PATCH /v1/issues/bulk``. Each item is answered for itself, in input order; a bad item
 does not sink the others unless ``atomic``; each change writes what it would alone (its
 history row, its event, the project's counts), and the cost in queries does not grow with

@@ -1,6 +1,6 @@
-"""An issue deleted while its comments and its history are written (CONTRACT section 10,
-"Races are input"): the deletion answers 200, the write is done or answers 404, never a 500,
-never an orphan."""
+"""An issue deleted while its comments and its history are written
+(docs/guide/envelope-and-errors.md, "Races are answered like any other input"): the deletion
+answers 200, the write is done or answers 404, never a 500, never an orphan."""
 
 import pytest
 

@@ -1,6 +1,6 @@
-"""A webhook deleted while its deliveries and their attempts are written (CONTRACT section 10,
-"Races are input"): the deletion answers 200, the writes finish or are dropped, never a 500,
-never an orphan."""
+"""A webhook deleted while its deliveries and their attempts are written
+(docs/guide/envelope-and-errors.md, "Races are answered like any other input"): the deletion
+answers 200, the writes finish or are dropped, never a 500, never an orphan."""
 
 import random
 import threading

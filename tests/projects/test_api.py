@@ -1,5 +1,5 @@
-"""Projects and their teams through the API (CONTRACT sections 1, 4, 5): status, the whole
-envelope, the database afterwards and the event each change records."""
+"""Projects and their teams through the API (docs/guide/workspaces-and-projects.md): status, the
+whole envelope, the database afterwards and the event each change records."""
 
 from types import SimpleNamespace
 

@@ -1,6 +1,6 @@
-"""A project, or a workspace, deleted while rows are written under it (CONTRACT section 10,
-"Races are input"): the deletion succeeds, the write is done or answers 404, never a 500,
-never an orphan."""
+"""A project, or a workspace, deleted while rows are written under it
+(docs/guide/envelope-and-errors.md, "Races are answered like any other input"): the deletion
+succeeds, the write is done or answers 404, never a 500, never an orphan."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The count is exact under concurrency, across server processes (CONTRACT section 7).
+"""The count is exact under concurrency, across server processes (docs/guide/rate-limits.md).
 
 Two gunicorn servers (two processes, sixteen threads each) share one account's limit of 50;
 200 requests are released at once from 200 threads, alternating between the servers. Exactly

@@ -1,6 +1,6 @@
-"""Rate limits over the API (CONTRACT section 7), on each counter store: the headers and their
-values, the window and its reset, tiers, ``GET /v1/rate_limit``, and requests without valid
-credentials counted per client address."""
+"""Rate limits over the API (docs/guide/rate-limits.md), on each counter store: the headers and
+their values, the window and its reset, tiers, ``GET /v1/rate_limit``, and requests without
+valid credentials counted per client address."""
 
 import pytest
 from django.core.management import call_command
