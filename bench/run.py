@@ -1,6 +1,6 @@
-"""The benchmark suite: every figure of the Performance section of the README, in one run.
+"""The benchmark suite: every figure of bench/README.md's table, in one run.
 
-    bench/run                 # what the README shows: 10,000 and 1,000,000 issues
+    bench/run                 # what bench/README.md shows: 10,000 and 1,000,000 issues
     bench/run --smoke         # seconds, on small data (what CI runs)
 
 Everything stays on loopback. PostgreSQL from DATABASE_URL (default

@@ -174,7 +174,7 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1, port: int
         _stop(process)
 
 
-# Every queue (CELERY_TASK_ROUTES), as the worker command of the README and compose takes them.
+# Every queue (CELERY_TASK_ROUTES), as the worker command of docs/operations/worker.md takes them.
 QUEUES = "default,webhooks,git,analytics,email"
 
 

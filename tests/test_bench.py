@@ -1,7 +1,7 @@
 """The benchmark suite's smoke run: bench/run.py --smoke, end to end, so it never rots.
 
 Small data and one-second turns; what is checked is that every measurement ran and reported,
-not how fast anything was (figures belong in the README, from a full run).
+not how fast anything was (figures come from a full run, kept in bench/results/).
 """
 
 import json

@@ -104,10 +104,10 @@ def test_the_worker_commands_take_every_queue():
     [worker] = [line for line in procfile.splitlines() if line.startswith("worker:")]
     assert "--beat" in worker.split()
     assert f"-Q {QUEUES}" in worker
-    readme = (ROOT / "README.md").read_text()
-    assert f"celery -A collab worker -Q {QUEUES}" in readme
+    page = (ROOT / "docs" / "operations" / "worker.md").read_text()
+    assert f"celery -A collab worker -Q {QUEUES}" in page
     for name in QUEUE_NAMES[1:]:
-        assert f"celery -A collab worker -Q {name}" in readme, name
+        assert f"celery -A collab worker -Q {name}" in page, name
 
 
 # Visibility timeout and time limits -----------------------------------------------------------
