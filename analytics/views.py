@@ -50,7 +50,7 @@ class ProjectAnalyticsViewSet(ProjectScopedViewSet):
 
     @extend_schema(parameters=[PERIOD], responses={200: MetricsSerializer}, filters=False)
     def metrics(self, request, project_id=None):
-        """Issue, commit and pull request figures over a period (README, Analytics)."""
+        """Issue, commit and pull request figures over a period (docs/guide/analytics.md)."""
         project = self.get_project()
         period = _period(request, timezone.now())
         return self.ok(selectors.metrics(projects=[project], period=period))

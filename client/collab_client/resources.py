@@ -1175,7 +1175,7 @@ class AsyncMembers(AsyncResource):
 
 class MetricsResource(Resource):
     def get(self, project_id: int, *, period: str | None = None) -> Metrics:
-        """Issue, commit and pull request figures over a period (README, Analytics)."""
+        """Issue, commit and pull request figures over a period (docs/guide/analytics.md)."""
         return self._one(
             Metrics, "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}
         )
@@ -1183,7 +1183,7 @@ class MetricsResource(Resource):
 
 class AsyncMetricsResource(AsyncResource):
     def get(self, project_id: int, *, period: str | None = None) -> Awaitable[Metrics]:
-        """Issue, commit and pull request figures over a period (README, Analytics)."""
+        """Issue, commit and pull request figures over a period (docs/guide/analytics.md)."""
         return self._one(
             Metrics, "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}
         )

@@ -280,7 +280,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Collab API",
     "DESCRIPTION": (
         "Project collaboration: workspaces, projects, issues, git, notifications and "
-        "analytics. Every response is a JSON envelope; see the README for the contract."
+        "analytics. Every response is a JSON envelope; the API guide (docs/guide/) is the contract."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
