@@ -5,11 +5,14 @@ Bash: the page's bash blocks, in order, are split into steps, each ending after 
 that a shown output follows (see tests/docs/shapes.py), and written into one script run by
 ``bash`` with ``set -euo pipefail``. Each step is a brace group whose standard output and error
 go to files of its own, so the test reads what each step printed; ``curl`` is a function that
-adds ``-w`` writing the HTTP status to standard error (``%{stderr}``), so a step's last status is
+adds ``-w`` writing the HTTP status to standard error (``%{stderr}``), so a step's statuses are
 known too (an example that passes ``-w`` itself keeps its own, and shows no status). Before each
 step the script records its number, so a failure names the step, by page and line, that did not
-finish. Python: tests/docs/pyrunner.py execs the blocks in order, compiled under the page's name
-and line numbers, so a traceback points into the page.
+finish. A curl answering an error (4xx, 5xx) fails its step unless the step's shown output says
+an error is meant: a status shown, or ``"success": false``.
+
+Python: tests/docs/pyrunner.py execs the blocks in order, compiled under the page's name and
+line numbers, so a traceback points into the page.
 
 Both run from the repository's root, with ``.venv/bin`` first on the PATH, the environment of
 the data folder the live server uses (so ``.venv/bin/python manage.py ...`` acts on it), and
@@ -195,11 +198,18 @@ def run_bash(blocks: list[Block], session: Session, folder: Path) -> list[str]:
     at = _read(folder / "at").strip()
     finished = len(steps) if at == "done" else int(at or 0)
     for number, step in enumerate(steps[:finished]):
+        output = _read(folder / f"{number}.out")
+        statuses = [int(found) for found in STATUS.findall(_read(folder / f"{number}.err"))]
+        failed = [answer for answer in statuses if answer >= 400]
+        if failed and not (step.shown and step.shown.shows_error):
+            problems.append(
+                f"{step.where}: curl answered {', '.join(map(str, failed))} in this step, and "
+                "no error is shown (show the one meant: # 404 {...}):\n"
+                f"{step.text}\n--- its output:\n{_tail(output)}"
+            )
         if step.shown is None:
             continue
-        output = _read(folder / f"{number}.out")
-        statuses = STATUS.findall(_read(folder / f"{number}.err"))
-        found = check(step.shown, output, int(statuses[-1]) if statuses else None)
+        found = check(step.shown, output, statuses[-1] if statuses else None)
         if found:
             problems.append(
                 f"{step.block.file}:{step.shown.line}: the answer does not have the shape shown:\n"

@@ -61,6 +61,14 @@ class Shown:
     shape: object
     text: str
 
+    @property
+    def shows_error(self) -> bool:
+        """Whether the page means an error answer here: it shows a status, or a failure."""
+        if self.status is not None:
+            return True
+        success = self.shape.keys.get("success") if isinstance(self.shape, ObjectShape) else None
+        return isinstance(success, Scalar) and success.value is False
+
 
 def open_brackets(text: str) -> int:
     """How many brackets ``text`` leaves open, strings skipped."""

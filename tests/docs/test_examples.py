@@ -47,7 +47,7 @@ def session(tmp_path_factory) -> Iterator[Session]:
         with asgi_server(env, folder, workers=2, port=port):
             yield Session(f"http://127.0.0.1:{port}", key.group(), env, ROOT)
     finally:
-        worker.stop()
+        worker.kill()  # its queue and data folder go with the test: nothing to finish
 
 
 def run_page(page: Page, session: Session, folder: Path) -> list[str]:
@@ -112,14 +112,15 @@ def test_a_sample_page_in_every_form_runs(session, tmp_path):
 def test_drift_in_a_sample_page_is_reported_at_its_line(session, tmp_path):
     problems = run_page(sample("drift.md"), session, tmp_path)
     page = "tests/docs/samples/drift.md"
-    assert len(problems) == 5, "\n\n".join(problems)
-    missing, status, success, stopped, raised = problems
+    assert len(problems) == 6, "\n\n".join(problems)
+    missing, status, success, error, stopped, raised = problems
     assert missing.startswith(f"{page}:10: the answer does not have the shape shown")
     assert "data: no key 'colour'" in missing
     assert status.startswith(f"{page}:15:") and "shown status 201, got status 404" in status
     assert success.startswith(f"{page}:17:") and 'shown "success": false, got true' in success
-    assert stopped.startswith(f"{page}:21: the bash session stopped (exit status 3)")
+    assert error.startswith(f"{page}:18: curl answered 404 in this step, and no error is shown")
+    assert stopped.startswith(f"{page}:22: the bash session stopped (exit status 3)")
     assert "printed before the failure" in stopped
-    assert raised.startswith(f"{page}:33: the python block failed")
-    assert 'File "tests/docs/samples/drift.md", line 37' in raised
+    assert raised.startswith(f"{page}:34: the python block failed")
+    assert 'File "tests/docs/samples/drift.md", line 38' in raised
     assert "KeyError: 'colour'" in raised

@@ -199,3 +199,9 @@ def test_an_empty_list_answer_lacks_the_items_shown():
     assert mismatches(parse_shown('[{"id": 1}]'), []) == [
         "the answer: shown with items, got an empty list"
     ]
+
+
+def test_a_shown_status_or_failure_means_an_error_is_expected():
+    assert shown('{"success": true}', 404).shows_error
+    assert shown('{"success": false, "error": {...}}').shows_error
+    assert not shown('{"success": true, "data": {...}}').shows_error
