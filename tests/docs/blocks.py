@@ -11,7 +11,8 @@ A block's language is the first word of its info string (or the first ``.class``
 attribute list ``{.python ...}``), in lower case. ``bash``, ``sh`` and ``shell`` blocks run in
 the page's bash session, ``python`` and ``py`` blocks in its Python namespace; the others
 never run. A runnable block that cannot run says why on the line right before its fence:
-``<!-- not-run: the reason -->``.
+``<!-- not-run: the reason -->``; so may a block of another language that holds a curl command
+or uses the client (a transcript, a listing), which the test refuses otherwise.
 """
 
 import re

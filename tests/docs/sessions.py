@@ -24,6 +24,7 @@ what a shell example of the page made (a user created by command), not the other
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def localize(text: str, url: str) -> str:
 
 
 def bash_script(steps: list[Step], url: str, folder: Path) -> str:
-    parts = ["set -euo pipefail", f"__docs={_quote(str(folder))}", CURL]
+    parts = ["set -euo pipefail", f"__docs={shlex.quote(str(folder))}", CURL]
     for number, step in enumerate(steps):
         parts.append(f"printf '%s\\n' {number} >\"$__docs/at\"")
         parts.append("{\n" + localize(step.text, url) + "\n}" + _into(number))
@@ -123,13 +124,9 @@ def _into(number: int) -> str:
     return f' >"$__docs/{number}.out" 2>"$__docs/{number}.err"'
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def _run(command: list[str], session: Session, log: Path) -> tuple[int | None, str]:
-    """The command in a process group of its own (killed whole on timeout): its exit status
-    (None on timeout) and what it printed."""
+    """The command in a process group of its own, killed whole once it ends or times out: its
+    exit status (None on timeout) and what it printed."""
     with log.open("wb") as output:
         process = subprocess.Popen(  # noqa: S603 - bash or python on the test's own files
             command,

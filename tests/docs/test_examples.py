@@ -56,7 +56,7 @@ def run_page(page: Page, session: Session, folder: Path) -> list[str]:
     return run_bash(bash, session, folder / "bash") + run_python(python, session, folder / "py")
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=15)
 @pytest.mark.live
 @pytest.mark.parametrize("page", RUN, ids=[page.file for page in RUN])
 def test_the_examples_of_the_page_run(page, session, tmp_path):
@@ -76,9 +76,6 @@ def test_every_runnable_block_runs_or_says_why():
         for line in page.stray_markers:
             problems.append(f"{page.file}:{line}: a not-run marker not right before a fence")
     assert not problems, "\n".join(problems)
-    assert {page.file for page in RUN} == {
-        page.file for page in PAGES if any(block.runs for block in page.blocks)
-    }
 
 
 def test_no_example_hides_in_another_language():
@@ -101,13 +98,13 @@ def sample(name: str) -> Page:
     return parse(path.read_text(), path.relative_to(ROOT).as_posix())
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=15)
 @pytest.mark.live
 def test_a_sample_page_in_every_form_runs(session, tmp_path):
     assert run_page(sample("good.md"), session, tmp_path) == []
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=15)
 @pytest.mark.live
 def test_drift_in_a_sample_page_is_reported_at_its_line(session, tmp_path):
     problems = run_page(sample("drift.md"), session, tmp_path)
