@@ -13,6 +13,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.response import Response
 
+from collab import __version__
 from collab.api.exceptions import error_of
 from collab.api.middleware import json_error
 from collab.api.ratelimit import EXEMPT
@@ -79,7 +80,7 @@ class DocsView(JsonAnswersMixin, SpectacularSwaggerSplitView):
 
 @reads_only
 def healthz(request):
-    return JsonResponse({"success": True, "data": {"status": "ok"}})
+    return JsonResponse({"success": True, "data": {"status": "ok", "version": __version__}})
 
 
 @reads_only

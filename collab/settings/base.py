@@ -13,6 +13,8 @@ import environ
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from collab import __version__
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
@@ -282,7 +284,7 @@ SPECTACULAR_SETTINGS = {
         "Project collaboration: workspaces, projects, issues, git, notifications and "
         "analytics. Every response is a JSON envelope; the API guide (docs/guide/) is the contract."
     ),
-    "VERSION": "1.0.0",
+    "VERSION": __version__,
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/v1",
     "COMPONENT_SPLIT_REQUEST": True,
