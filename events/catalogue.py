@@ -1,8 +1,9 @@
 """Every event kind the service records: which operation emits it and what ``data`` holds.
 
-Webhook registrations are checked against it, the table of docs/guide/events-and-webhooks.md is written from it, and
-``GET /v1/events/kinds`` serves it. A kind recorded anywhere must be listed here (a test
-checks the code for kinds missing from it).
+Webhook registrations are checked against it, the table of
+docs/guide/events-and-webhooks.md is written from it, and ``GET /v1/events/kinds`` serves
+it. A kind recorded anywhere must be listed here (a test checks the code for kinds missing
+from it).
 """
 
 import re

@@ -358,7 +358,8 @@ def walk_from(client, path: str, cursor: str | None) -> list:
 
 
 def test_an_incremental_sync_sees_every_change_once_at_least(api, world):
-    """The recipe of docs/guide/pagination.md: ``sort=updated_at&updated_after=<last sync>``, then cursors. A row
+    """The recipe of docs/guide/pagination.md: ``sort=updated_at&updated_after=<last sync>``,
+    then cursors. A row
     changed during the walk moves behind the cursor and comes again; none is skipped."""
     start = timezone.now() - timedelta(hours=1)
     made = [make_issue(world.project, world.owner, title=f"Sync {n}") for n in range(7)]

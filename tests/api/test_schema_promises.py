@@ -1,4 +1,5 @@
-"""What the schema promises (docs/guide/index.md, docs/reference.md), checked against what the server does:
+"""What the schema promises (docs/guide/index.md, docs/reference.md), checked against what the
+server does:
 the bounds and patterns it states are exactly the ones enforced, empty values are refused
 except in free text, and what schemathesis found once stays fixed."""
 
