@@ -3,12 +3,8 @@ everything it loads comes with the site (mkdocs-swagger-ui-tag ships Swagger UI'
 script, style, font or frame from another host, so the site works offline and tells no one
 who reads it."""
 
-import os
-import subprocess
-import sys
 from urllib.parse import urlsplit
 
-import pytest
 from bs4 import BeautifulSoup
 
 from tests.liveserver import ROOT
@@ -26,22 +22,6 @@ def loaded_by(html: str) -> list[str]:
             if element.get(attribute) and not (tag == "link" and "canonical" in element["rel"]):
                 found.append(element[attribute])
     return found
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(out)]
-    done = subprocess.run(  # noqa: S603 - mkdocs on the repository's own docs
-        command,
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 def test_the_reference_page_renders_the_committed_schema_with_local_files(site):
