@@ -3,7 +3,6 @@ and JSON answers for what never reaches a DRF view (unknown routes, crashes)."""
 
 import io
 import logging
-import threading
 import uuid
 from typing import cast
 
@@ -13,12 +12,14 @@ from django.http import Http404, HttpResponse
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.settings import api_settings
+from structlog.contextvars import bind_contextvars, reset_contextvars
+
+from collab.logs import ContextLogFilter
 
 from .exceptions import error_body
 from .renderers import dumps
 
 logger = logging.getLogger("collab.api")
-_local = threading.local()
 
 API_PREFIX = "/v1/"
 # Endpoints that accept bodies in other media types (a git server's push hook, for example).
@@ -57,10 +58,8 @@ def credential_user(request):
     return None
 
 
-class RequestIdLogFilter(logging.Filter):
-    def filter(self, record):
-        record.request_id = getattr(_local, "request_id", "-")
-        return True
+# The request id of every line logged while a request runs (collab.logs binds it on records).
+RequestIdLogFilter = ContextLogFilter
 
 
 class RequestIdMiddleware:
@@ -73,17 +72,18 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-Id", "")
         valid = 0 < len(incoming) <= 64 and incoming.replace("-", "").isalnum()
         request.request_id = incoming if valid else uuid.uuid4().hex
-        _local.request_id = request.request_id
+        bound = bind_contextvars(request_id=request.request_id)
         try:
             request.get_host()
         except DisallowedHost:
             # Django would answer with an HTML page; the contract wants JSON everywhere.
             response = json_error(400, "BAD_REQUEST", "The Host header is not allowed here.")
+            reset_contextvars(**bound)
         else:
             try:
                 response = self.get_response(request)
             finally:
-                _local.request_id = "-"
+                reset_contextvars(**bound)
         if response.status_code >= 400 and _is_html(response):
             response = _html_error_as_json(request, response)
         response["X-Request-Id"] = request.request_id

@@ -14,6 +14,7 @@ from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from collab import __version__
+from collab.logs import LOG_FORMATS, configure_structlog, logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -57,6 +58,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: one line per request, whatever answered it (collab/accesslog.py).
+    "collab.accesslog.AccessLogMiddleware",
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
@@ -679,25 +682,11 @@ ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS = env.int("ANALYTICS_PARTIAL_DAY_MARGIN_SEC
 # Rows fetched per query (and label lookups batched) while a report streams.
 ANALYTICS_REPORT_CHUNK_SIZE = env.int("ANALYTICS_REPORT_CHUNK_SIZE", default=2000)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "collab.api.middleware.RequestIdLogFilter"}},
-    "formatters": {
-        "plain": {
-            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
-        }
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {
-        "django.request": {"level": "ERROR"},
-        "django.server": {"level": "WARNING"},
-    },
-}
+# One line per event on stderr, through collab.logs: readable lines on the console (the
+# default, what ./run shows), or one JSON object per line (LOG_FORMAT=json, what the image and
+# the manifests set) with secrets redacted in either (docs/operations/logs-and-traces.md).
+LOG_FORMAT = env.str("LOG_FORMAT", default="console")
+if LOG_FORMAT not in LOG_FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}.")
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"))
+configure_structlog()
