@@ -9,6 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DJANGO_SETTINGS_MODULE=collab.settings.production \
     COLLAB_DATA_DIR=/app/var \
+    LOG_FORMAT=json \
     PORT=8000
 
 # git: repositories are fetched, synced and merged with the real git (docs/guide/git-integration.md).
@@ -41,4 +42,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "scripts/healthcheck.py"]
 
-CMD ["sh", "-c", "exec gunicorn collab.asgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class collab.serving.UvicornWorker --worker-tmp-dir /dev/shm --access-logfile - --log-level warning"]
+CMD ["sh", "-c", "exec gunicorn collab.asgi --bind 0.0.0.0:${PORT} --workers 3 --worker-class collab.serving.UvicornWorker --worker-tmp-dir /dev/shm --config python:collab.gunicorn_conf --log-level warning"]

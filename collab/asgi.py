@@ -39,8 +39,11 @@ from django.urls import set_script_prefix
 
 from collab.api.routes import DeclaredPaths
 from collab.db.querycost import DISCONNECT_KEY, Disconnect
+from collab.tracing import start_unless_forking
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
+# Before the handlers load their middleware: tracing adds its own (collab/tracing.py).
+start_unless_forking()
 
 # Django's own ASGI handler, for comparison in bench/serving.py.
 django_asgi = get_asgi_application()

@@ -11,3 +11,4 @@ app.autodiscover_tasks()
 # The service's logging and a line per task run (collab/tasklog.py), and tracing where the
 # OTEL_* variables ask for it (collab/tracing.py).
 import collab.tasklog  # noqa: E402, F401
+import collab.tracing  # noqa: E402, F401

@@ -5,6 +5,7 @@ A send claims its deliveries with a conditional UPDATE (a lease each), posts the
 and settles each delivery with its attempt's log row: finished, or due again at a set time. On
 PostgreSQL a task's claims and each settle are one statement apiece."""
 
+import contextvars
 import logging
 import random
 import threading
@@ -83,11 +84,14 @@ def deliveries_send(*, delivery_ids: list[int], wait: bool = True) -> list[Deliv
     if groups and not wait:
         for group in groups:
             _sender_backlog().acquire()
-            future = senders().submit(_in_thread, _webhook_send, group)
+            future = senders().submit(_in_context(), _in_thread, _webhook_send, group)
             future.add_done_callback(_turn_done)
         return [None] * len(delivery_ids)
     if groups:
-        others = [senders().submit(_in_thread, _webhook_send, group) for group in groups[1:]]
+        others = [
+            senders().submit(_in_context(), _in_thread, _webhook_send, group)
+            for group in groups[1:]
+        ]
         try:
             sent.update(_webhook_send(groups[0]))
         finally:
@@ -207,6 +211,12 @@ def senders() -> ThreadPoolExecutor:
                 max_workers=settings.WEBHOOK_SENDERS, thread_name_prefix="collab-webhook-sender"
             )
         return _senders
+
+
+def _in_context() -> Callable[..., Any]:
+    """Runs a function in a copy of the caller's context: a turn on a sender thread logs with
+    the task's fields and sends within its trace (collab/tracing.py)."""
+    return contextvars.copy_context().run
 
 
 def _in_thread(function: Callable[..., T], *args: Any) -> T:
