@@ -36,8 +36,8 @@ SECRET_PATTERNS = (
     re.compile(r"v1,[A-Za-z0-9+/]{20,}={0,2}"),
     re.compile(r"whsec_[A-Za-z0-9+/=]{8,}"),
     re.compile(
-        r"(?i)\b(password|passwd|secret|token|refresh_token|access_token|api_key|signature"
-        r"|authorization)(['\"]?\s*[:=]\s*['\"]?)([^\s'\",&;}]+)"
+        r"(?i)(\w*(?:password|passwd|secret|token|api_key|signature|authorization))"
+        r"(['\"]?\s*[:=]\s*['\"]?)([^\s'\",&;}]+)"
     ),
 )
 
@@ -130,10 +130,23 @@ def add_trace(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) 
     return event_dict
 
 
+SQL_LOGGER = "django.db.backends"
+_SQL_STRING = re.compile(r"'(?:[^']|'')*'")
+
+
+def mask_sql(sql: str) -> str:
+    """A statement as Django logs it (DEBUG on), its string literals masked: a column may
+    hold a secret in plain text (a refresh token, a repository's push secret), and no pattern
+    knows every secret's form."""
+    return _SQL_STRING.sub("'?'", sql)
+
+
 def _record_fields(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
     """The fields a stdlib call passed (``extra=``), over those bound in the context; and
     ``message`` for structlog's ``event``."""
     record = event_dict.get("_record")
+    if record is not None and record.name.startswith(SQL_LOGGER) and "sql" in record.__dict__:
+        event_dict["event"] = f"({record.duration:.3f}) {mask_sql(str(record.sql))}"
     if record is not None:
         for name in FIELDS:
             if hasattr(record, name):
