@@ -28,7 +28,7 @@ import os
 import shutil
 import subprocess  # noqa: S404 - git rev-parse, fixed arguments
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 # How a dead process's values join the archive, by the file's kind (its name's prefix).
 # Live gauges ("livesum"...) are dropped by mark_process_dead instead: they end with it.
-_FOLD = {
+_FOLD: dict[str, Callable[[Iterable[float]], float]] = {
     "counter": sum,
     "histogram": sum,
     "summary": sum,
