@@ -27,8 +27,16 @@ from datetime import datetime
 
 import redis
 from celery.beat import PersistentScheduler
+from prometheus_client import Gauge
 
 logger = logging.getLogger("collab.beat")
+
+BEAT_LAST_TICK = Gauge(
+    "collab_beat_last_tick_timestamp_seconds",
+    "Unix time beat last sent each schedule entry.",
+    ["entry"],
+    multiprocess_mode="max",
+)
 
 LOCK_KEY = "collab:beat:lock"
 LAST_RUN_KEY = "collab:beat:last-run"
@@ -186,6 +194,10 @@ class LockedScheduler(PersistentScheduler):
         if time.monotonic() - started > self.lock_ttl / 2:
             logger.warning("beat: a tick took over half the lock's lease; raise its TTL")
         return min(interval, self.renew_every)
+
+    def apply_entry(self, entry, producer=None) -> None:
+        super().apply_entry(entry, producer=producer)
+        BEAT_LAST_TICK.labels(entry.name).set(time.time())
 
     def close(self) -> None:
         try:

@@ -12,3 +12,6 @@ app.autodiscover_tasks()
 # OTEL_* variables ask for it (collab/tracing.py).
 import collab.tasklog  # noqa: E402, F401
 import collab.tracing  # noqa: E402, F401
+
+# Task metrics and the worker's metrics server, on Celery's signals.
+from collab import taskmetrics  # noqa: E402, F401

@@ -10,6 +10,7 @@ urlpatterns = [
     path("v1/", include("analytics.urls")),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("metrics", views.metrics, name="metrics"),
     path("v1/schema", views.SchemaView.as_view(), name="schema"),
     path("v1/docs", views.DocsView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("accounts.urls")),

@@ -7,7 +7,7 @@ import sys
 
 from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from collab import __version__
 from collab.api.exceptions import error_of
+from collab.api.metrics import UNMATCHED
 from collab.api.middleware import json_error
 from collab.api.ratelimit import EXEMPT
 from collab.api.renderers import EnvelopeRenderer
@@ -125,6 +126,38 @@ def _check_redis() -> str:
 @csrf_exempt
 def not_found(request, *args, **kwargs):
     return json_error(404, "NOT_FOUND", f"No route matches {request.method} {request.path}.")
+
+
+not_found.http_route = UNMATCHED  # type: ignore[attr-defined] # a route fact, as rate_limit
+
+
+@reads_only
+def _metrics(request):
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    from collab.metrics import scrape_registry
+
+    response = HttpResponse(generate_latest(scrape_registry()), content_type=CONTENT_TYPE_LATEST)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@csrf_exempt
+def metrics(request):
+    """Prometheus's text exposition (docs/operations/metrics.md), to its readers only: anyone
+    else gets the 404 of a path that does not exist, whatever the method."""
+    if not settings.METRICS_ENABLED or not metrics_reader(request):
+        return not_found(request)
+    return _metrics(request)
+
+
+metrics.rate_limit = EXEMPT  # type: ignore[attr-defined] # a scraper is never counted
+
+
+def metrics_reader(request) -> bool:
+    from collab.metrics import environ_reader
+
+    return environ_reader(request.META)
 
 
 def server_error(request, *args, **kwargs):

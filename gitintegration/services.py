@@ -12,6 +12,7 @@ import logging
 import re
 import secrets
 import shutil
+import time
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
@@ -34,6 +35,7 @@ from issues.services import issue_update
 from projects.models import Project
 
 from . import git
+from .metrics import GIT_SYNC_DURATION, GIT_SYNC_FAILURES
 from .mirrors import clone_url_check, mirror_ready, mirror_unavailable
 from .models import Branch, Commit, PullRequest, PullRequestSequence, Repository, Review
 from .records import (
@@ -204,12 +206,16 @@ def repository_sync(*, repository_id: int) -> None:
     Repository.objects.filter(pk=repository_id).update(
         sync_status=Repository.SyncStatus.SYNCING, updated_at=timezone.now()
     )
+    started = time.perf_counter()
     try:
         with git.mirror_lock(repository_id):
             clone_url_check(clone_url=repository.clone_url)
             path = git.mirror_fetch(repository_id=repository_id, url=repository.clone_url)
             _sync_store(repository, path, was=(repository.sync_status, repository.default_branch))
+        GIT_SYNC_DURATION.labels("synced").observe(time.perf_counter() - started)
     except (git.GitError, ValidationFailed, OSError) as exc:
+        GIT_SYNC_DURATION.labels("failed").observe(time.perf_counter() - started)
+        GIT_SYNC_FAILURES.inc()
         # OSError: the storage directory itself (full disk, permissions), kept as the error.
         message = (
             _validation_text(exc)

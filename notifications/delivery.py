@@ -25,6 +25,11 @@ from collab.api.renderers import dumps
 from events.services import event_record
 
 from . import crypto, dispatch, signing, transport
+from .metrics import (
+    WEBHOOK_DELIVERIES,
+    WEBHOOK_DELIVERY_LAG,
+    WEBHOOK_RECEIVERS_DEFERRED,
+)
 from .models import Delivery, DeliveryAttempt, Webhook
 from .records import webhook_record
 
@@ -289,6 +294,8 @@ def _deliveries_defer(deliveries: list[Delivery]) -> None:
     the moment rides the broker only within WEBHOOK_COUNTDOWN_MAX_SECONDS (none on the
     embedded default's: there the row waits for the sweeper)."""
     delay = settings.WEBHOOK_BUSY_DEFER_SECONDS * random.uniform(1, 2)  # noqa: S311
+    WEBHOOK_DELIVERIES.labels("deferred").inc(len(deliveries))
+    WEBHOOK_RECEIVERS_DEFERRED.inc(len(deliveries))
     for delivery in deliveries:
         Delivery.objects.filter(pk=delivery.pk, claimed_until=delivery.claimed_until).update(
             claimed_until=None,
@@ -320,11 +327,14 @@ def _delivery_settle(
     }
     if result.ok:
         update.update(status=Delivery.Status.SUCCEEDED, completed_at=now)
+        outcome = "succeeded"
     elif result.retryable and delivery.attempts < settings.WEBHOOK_MAX_ATTEMPTS:
         retry_in = retry_delay(delivery.attempts)
         update["next_attempt_at"] = now + timedelta(seconds=retry_in)
+        outcome = "retried"
     else:
         update.update(status=Delivery.Status.FAILED, completed_at=now)
+        outcome = "failed"
     attempt = DeliveryAttempt(
         delivery=delivery,
         number=delivery.attempts,
@@ -349,6 +359,9 @@ def _delivery_settle(
                 return delivery
             attempt.save()
     _webhook_health(webhook, ok=result.ok, now=now)
+    WEBHOOK_DELIVERIES.labels(outcome).inc()
+    if result.ok:
+        WEBHOOK_DELIVERY_LAG.observe(max(0.0, (now - delivery.event.created_at).total_seconds()))
     if retry_in is not None and retry_in <= settings.WEBHOOK_COUNTDOWN_MAX_SECONDS:
         # Short waits ride the broker; longer ones wait on the row for the sweeper, since a
         # Redis broker redelivers countdowns past its visibility timeout again and again.
@@ -369,6 +382,7 @@ def _delivery_drop(delivery: Delivery) -> None:
     global _dropped_total  # noqa: PLW0603 - one count per process
     with _dropped_lock:
         _dropped_total += 1
+    WEBHOOK_DELIVERIES.labels("dropped").inc()
     logger.info(
         "Delivery %s (attempt %s) dropped: its webhook is gone", delivery.uuid, delivery.attempts
     )

@@ -23,6 +23,7 @@ from projects import selectors as project_selectors
 
 from . import selectors, stream
 from .filters import TypesField
+from .metrics import STREAM_FRAMES_SENT
 
 
 def parse_last_event_id(request) -> int | None:
@@ -98,6 +99,7 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
             else:
                 async for event in _replay(subscriber, last_event_id, boundary):
                     replayed.add(event.id)
+                    STREAM_FRAMES_SENT.inc()
                     yield event.frame()
         queue = subscriber.queue
         ends = _end_of_stream()
@@ -121,6 +123,7 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
             while True:
                 if item is stream.CLOSE:
                     if frames:
+                        STREAM_FRAMES_SENT.inc(len(frames))
                         yield b"".join(frames)
                     return
                 if item.id not in replayed and (floor is None or item.id > floor):
@@ -129,6 +132,7 @@ async def event_stream(*, subscriber: stream.Subscriber, last_event_id: int | No
                     break
                 item = queue.get_nowait()
             if frames:
+                STREAM_FRAMES_SENT.inc(len(frames))
                 yield b"".join(frames)
     finally:
         hub.unsubscribe(subscriber)

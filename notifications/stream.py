@@ -32,6 +32,7 @@ from events.catalogue import kind_matches
 from events.models import Event, EventLogState
 
 from . import selectors
+from .metrics import STREAM_SUBSCRIBERS
 
 logger = logging.getLogger("collab.stream")
 
@@ -266,6 +267,8 @@ class Hub:
         if self.joining_read is None or self.joining_read.done():
             self.joining_read = asyncio.create_task(self._joining_read())
         await joined
+        if subscriber not in self.subscribers:
+            STREAM_SUBSCRIBERS.inc()
         self.subscribers.add(subscriber)
         assert self.reader is not None  # set by _run before ready
         boundary = self.reader.last_id
@@ -326,6 +329,8 @@ class Hub:
             subscriber.push(CLOSE)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
+        if subscriber in self.subscribers:
+            STREAM_SUBSCRIBERS.dec()
         self.subscribers.discard(subscriber)
 
     async def _run(self) -> None:

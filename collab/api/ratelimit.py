@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 
 from . import counters, routes
+from .metrics import RATE_LIMIT_REFUSALS
 from .middleware import API_PREFIX, credential_user, json_error
 
 logger = logging.getLogger("collab.ratelimit")
@@ -231,6 +232,7 @@ class RateLimitMiddleware:
         usage = rate_limit_peek(identity) if free else rate_limit_hit(identity)
         request.rate_limit = usage
         if usage is not None and not free and not usage.allowed:
+            RATE_LIMIT_REFUSALS.labels(identity.tier or "anonymous").inc()
             response = _refusal(usage)
         else:
             response = self.get_response(request)

@@ -7,6 +7,7 @@ and a Celery broker kept on the filesystem (see ``CELERY_*`` below).
 """
 
 from datetime import timedelta
+from ipaddress import ip_network
 from pathlib import Path
 
 import environ
@@ -60,6 +61,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost: one line per request, whatever answered it (collab/accesslog.py).
     "collab.accesslog.AccessLogMiddleware",
+    # First of all: it times every answer, the other layers' refusals included.
+    "collab.api.metrics.HttpMetricsMiddleware",
     "collab.api.middleware.RequestIdMiddleware",
     # First after the id: every later layer, scope check and view sees a HEAD as the GET it is.
     "collab.api.middleware.HeadAsGetMiddleware",
@@ -681,6 +684,26 @@ ANALYTICS_LIVE_BREAKDOWN_MAX_ISSUES = env.int("ANALYTICS_LIVE_BREAKDOWN_MAX_ISSU
 ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS = env.int("ANALYTICS_PARTIAL_DAY_MARGIN_SECONDS", default=300)
 # Rows fetched per query (and label lookups batched) while a report streams.
 ANALYTICS_REPORT_CHUNK_SIZE = env.int("ANALYTICS_REPORT_CHUNK_SIZE", default=2000)
+
+# Prometheus metrics (docs/operations/metrics.md). GET /metrics on the web port: with a token,
+# to a request bearing it; without one, to loopback and these networks only (no default token).
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = []
+for _network in env.list("METRICS_ALLOWED_NETWORKS", default=[]):
+    try:
+        METRICS_ALLOWED_NETWORKS.append(ip_network(_network.strip(), strict=False))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
+# A Celery worker (or beat) serves its metrics over HTTP on this port; empty: none.
+_worker_metrics_port = env.str("WORKER_METRICS_PORT", default="").strip()
+if _worker_metrics_port and not _worker_metrics_port.isdigit():
+    raise ImproperlyConfigured(f"WORKER_METRICS_PORT: not a port: {_worker_metrics_port!r}")
+WORKER_METRICS_PORT = int(_worker_metrics_port) if _worker_metrics_port else None
+# Where each server's processes keep their metric files, a directory per server beneath it
+# (collab/metricsdir.py reads it as the servers start, before Django).
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(DATA_DIR / "prometheus"))
+
 
 # One line per event on stderr, through collab.logs: readable lines on the console (the
 # default, what ./run shows), or one JSON object per line (LOG_FORMAT=json, what the image and

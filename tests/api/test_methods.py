@@ -237,6 +237,7 @@ def _own_media_type(name: str) -> str | None:
         "schema": "application/vnd.oai.openapi+json",
         "event-stream": "text/event-stream",
         "healthz": "application/json",
+        "metrics": "text/plain",
     }.get(name)
 
 
