@@ -461,3 +461,36 @@ def test_grafana_is_provisioned_with_the_datasource_and_the_dashboard(compose):
     assert any(Path(target).parent == dashboards for target in mounts)
     home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
     assert mounts[home] == "deploy/grafana/collab.json"
+
+
+@needs_promtool
+def test_the_documented_kubernetes_scrape_configuration_is_valid(tmp_path):
+    """The page's scrape configuration for Kubernetes, under ``promtool check config``, with
+    the job names the rules expect. Debian's Prometheus is built without Kubernetes service
+    discovery: there the discovery is swapped for a static target (the relabelling, the
+    authorization and the rest are still checked), and its own fields are checked here."""
+    blocks = re.findall(r"```yaml\n(.*?)```", ALERTS_PAGE.read_text(), flags=re.DOTALL)
+    (block,) = [b for b in blocks if "kubernetes_sd_configs" in b]
+    config = yaml.safe_load(block)
+    token = tmp_path / "token"
+    token.write_text("a-token")
+    for job in config["scrape_configs"]:
+        if "authorization" in job:
+            job["authorization"]["credentials_file"] = str(token)
+    path = tmp_path / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config))
+    result = _promtool("check", "config", str(path))
+    pods, readyz = config["scrape_configs"]
+    if "field kubernetes_sd_configs not found" in result.stdout + result.stderr:
+        (discovery,) = pods.pop("kubernetes_sd_configs")
+        assert discovery == {"role": "pod", "namespaces": {"names": ["collab-production"]}}
+        pods["static_configs"] = [{"targets": ["10.0.0.1:8000"]}]
+        path.write_text(yaml.safe_dump(config))
+        result = _promtool("check", "config", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert readyz["job_name"] == "collab-readyz"
+    (job_label,) = [r for r in pods["relabel_configs"] if r.get("target_label") == "job"]
+    components = {"web", "worker", "webhook-worker"}
+    assert {job_label["replacement"].replace("$1", c) for c in components} == JOBS - {
+        "collab-readyz"
+    }
