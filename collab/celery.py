@@ -1,8 +1,13 @@
 import os
+import sys
 
 from celery import Celery
 
+from collab import metricsdir
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "collab.settings.local")
+# A worker's or beat's metrics directory is set before anything imports a metric.
+metricsdir.celery_directory_early(sys.argv)
 
 app = Celery("collab")
 app.config_from_object("django.conf:settings", namespace="CELERY")

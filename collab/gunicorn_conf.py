@@ -33,15 +33,9 @@ def post_fork(server, worker):
 def _metrics_enabled() -> bool:
     # The setting's own parsing (collab/settings/base.py) is django-environ's; these are its
     # false values, read here without loading Django into the master.
-    return os.environ.get("METRICS_ENABLED", "1").strip().lower() not in {
-        "0",
-        "false",
-        "off",
-        "no",
-        "n",
-        "f",
-        "",
-    }
+    from collab.metricsdir import FALSE_WORDS
+
+    return os.environ.get("METRICS_ENABLED", "1").strip().lower() not in FALSE_WORDS
 
 
 def _server_name(server) -> str:

@@ -8,6 +8,7 @@ process's memory, where nothing reads them.
 """
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -31,7 +32,8 @@ def metrics_serve(role: str) -> None:
     if _serving or not settings.METRICS_ENABLED or not port:
         return
     path = metricsdir.server_directory(settings.PROMETHEUS_MULTIPROC_DIR, role, port)
-    metricsdir.directory_prepare(path)
+    if os.environ.get(metricsdir.MULTIPROC_ENV) != path:  # not already set as Celery started
+        metricsdir.directory_prepare(path)
     from prometheus_client import values
 
     # The library may already be imported (a task module that names a metric): values made

@@ -40,7 +40,7 @@ DYNAMIC_SCOPES = {
     ("GET", "search-list"): set(SEARCH_SCOPES),
 }
 # Plain Django views (not viewsets): health and the schema, open to anyone.
-PLAIN_VIEWS = {"healthz", "readyz", "schema", "docs"}
+PLAIN_VIEWS = {"healthz", "readyz", "schema", "docs", "metrics"}
 
 
 def _routes():
