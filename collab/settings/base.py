@@ -291,6 +291,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "collab.api.schema.postprocess_envelope",
+        "collab.api.schema_links.postprocess_links",
     ],
     # Several models have a "status": name each choice set after its model.
     "ENUM_NAME_OVERRIDES": {
