@@ -13,6 +13,7 @@ from issues.filters import ASSIGNEE_PATTERN
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, jwt_client
 from tests.factories import WebhookFactory, make_issue
+from tests.openapi import inlined
 
 MAX_ID = 2**63 - 1
 
@@ -21,7 +22,7 @@ MAX_ID = 2**63 - 1
 def document(api):
     response = api.owner.get("/v1/schema?format=json")
     assert response.status_code == 200
-    return response.json()
+    return inlined(response.json())
 
 
 def _parameters(document):
@@ -274,7 +275,8 @@ def test_links_lead_from_real_answers_to_what_they_name(
     link expressions are evaluated on its body, and the target is called. A create answering
     201 with the ``Location`` of an item links to every operation at that path, with its
     identifiers; reads answer 200, writes find what they name (no 404), deletes (last,
-    newest first) answer 200. Every create of the schema is reached."""
+    newest first) answer 200. The lists reached are read again once the walk made their
+    items, and followed from their first item. Every create of the schema is reached."""
     settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
     client = jwt_client(world.owner)  # key management takes no API key
     document = client.get("/v1/schema?format=json").json()
@@ -340,7 +342,11 @@ def test_links_lead_from_real_answers_to_what_they_name(
     for operation_id, parameters in lists:  # the lists hold what the walk made by now
         answer = call(operation_id, parameters)
         for target, values in targets(operation_id, "200", answer, parameters):
-            assert call(target, values).status_code == 200, (operation_id, target)
+            method = operations[target][0]
+            if method == "get":
+                assert call(target, values).status_code == 200, (operation_id, target)
+            elif method != "delete":  # the first item's delete is its create's, walked last
+                writes.append((target, values))
     for operation_id, parameters in writes:
         answer = call(operation_id, parameters, {})
         assert answer.status_code != 404 and answer.status_code < 500, (operation_id, answer)
