@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collab.api.fields import SingleLineCharField
+from collab.api.routers import MAX_ID
 from collab.api.scopes import ALL_SCOPES
 
 from .handles import HANDLE_MAX_LENGTH, HANDLE_RULE
@@ -156,7 +157,7 @@ class InvitationCreateSerializer(serializers.Serializer):
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
     projects = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, default=list
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), required=False, default=list
     )
 
 

@@ -65,9 +65,12 @@ class Delivery(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="deliveries")
-    # A redelivery asked for by a user is a new delivery (a new uuid) of the same event.
+    # A redelivery asked for by a user is a new delivery (a new uuid) of the same event. It
+    # goes with the delivery it repeats: with SET_NULL, deleting both together (their webhook,
+    # project or event) first made the redelivery look like the event's first delivery, which
+    # broke "delivery_once_per_event" (a 500).
     redelivery_of = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)

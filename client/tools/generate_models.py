@@ -753,9 +753,27 @@ def formatted(source: str, filename: str) -> str:
     ).stdout
 
 
+SHARED = ("#/components/responses/", "#/components/parameters/", "#/components/headers/")
+
+
+def inlined(node, components: dict):
+    """``node`` with the answers, parameters and headers the schema shares under
+    ``components`` written out where they are referred to (schemas stay referred to)."""
+    if isinstance(node, list):
+        return [inlined(item, components) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    if ref.startswith(SHARED):
+        kind, name = ref.removeprefix("#/components/").split("/")
+        return inlined(components[kind][name], components)
+    return {key: inlined(value, components) for key, value in node.items()}
+
+
 def main() -> None:
     with open(sys.argv[1]) as source:
         schema = json.load(source)
+    schema["paths"] = inlined(schema["paths"], schema.get("components", {}))
     if sys.argv[2:] == ["resources"]:
         target = OPERATIONS_FILE.with_name("resources.py")
         sys.stdout.write(formatted(ResourceGenerator(schema).module(), str(target)))

@@ -9,6 +9,8 @@ from rest_framework import serializers
 # C0 (tab, line feed and carriage return included), DEL, C1, and Unicode's line and paragraph
 # separators: nothing a name or a title holds on purpose.
 CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# The same rule as the schema states it: a pattern read alike by Python and ECMAScript.
+SINGLE_LINE_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$"
 
 
 def single_line(value: str) -> None:

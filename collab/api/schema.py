@@ -10,12 +10,16 @@ description=...)})``; the error body is filled in here.
 from django.conf import settings
 from django_filters.rest_framework import CharFilter
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_parameter_type, force_instance, get_doc
 from drf_spectacular.utils import OpenApiParameter
 
 from .cursors import CURSOR_PATTERN
+from .fields import SINGLE_LINE_PATTERN
 from .routers import ID_PATTERN, MAX_ID
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -38,6 +42,21 @@ ERROR_DESCRIPTIONS = {
     "without valid credentials the client address's, which is weighed before credentials are "
     "required (past it, such a request answers 429, not 401). Not counted; `Retry-After` says "
     "when to come back.",
+}
+# The name of each answer operations share, under components/responses (schema_shared.py).
+RESPONSE_NAMES = {
+    "304": "NotModified",
+    "400": "BadRequest",
+    "401": "Unauthorized",
+    "403": "Forbidden",
+    "404": "NotFound",
+    "405": "MethodNotAllowed",
+    "409": "Conflict",
+    "412": "PreconditionFailed",
+    "413": "PayloadTooLarge",
+    "415": "UnsupportedMediaType",
+    "422": "ValidationError",
+    "429": "RateLimited",
 }
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 WRITE_METHODS = BODY_METHODS | {"DELETE"}
@@ -264,6 +283,16 @@ def _error_response(code: str, description: str | None = None) -> dict:
     return response
 
 
+def shared_response(code: str) -> dict:
+    """The answer with status ``code`` of every operation whose view gives it no description
+    of its own (with the headers every answer carries)."""
+    if code == "304":
+        return {**NOT_MODIFIED, "headers": {**RATE_LIMIT_HEADERS, **ETAG_HEADERS}}
+    response = _error_response(code)
+    response["headers"] = {**RATE_LIMIT_HEADERS, **response.get("headers", {})}
+    return response
+
+
 class BearerScheme(OpenApiAuthenticationExtension):
     # The authentication class is the accounts app's; the plumbing knows it by the setting.
     # (settings are untyped: mypy cannot know REST_FRAMEWORK holds a dict of lists)
@@ -276,6 +305,20 @@ class BearerScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key (`clb_...`) or a JWT access token from /v1/auth/login.",
         }
+
+
+class SingleLineExtension(OpenApiSerializerFieldExtension):
+    """A one-line text sent (``collab.api.fields.single_line``) says in its pattern that
+    control characters are refused (422), unless a pattern of its own says more. Answers are
+    left as they are: what is stored is shown, whatever wrote it."""
+
+    target_class = "collab.api.fields.SingleLineCharField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema.setdefault("pattern", SINGLE_LINE_PATTERN)
+        return schema
 
 
 class FilterSetExtension(DjangoFilterExtension):
@@ -333,10 +376,7 @@ class EnvelopeAutoSchema(AutoSchema):
             # Bodies written as they are read (a report, the event stream) carry no tag.
             if set(ok.get("content", {})) == {"application/json"}:
                 ok["headers"] = {**ok.get("headers", {}), **ETAG_HEADERS}
-                operation["responses"]["304"] = {
-                    **NOT_MODIFIED,
-                    "headers": {**RATE_LIMIT_HEADERS, **ETAG_HEADERS},
-                }
+                operation["responses"]["304"] = shared_response("304")
                 operation["responses"] = dict(sorted(operation["responses"].items()))
                 operation.setdefault("parameters", []).append(
                     build_parameter_type(

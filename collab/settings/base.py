@@ -299,6 +299,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "collab.api.schema.postprocess_envelope",
+        "collab.api.schema_links.postprocess_links",
+        "collab.api.schema_shared.postprocess_shared",
     ],
     # Several models have a "status": name each choice set after its model.
     "ENUM_NAME_OVERRIDES": {

@@ -49,6 +49,7 @@ from tests.factories import (
     make_issue,
 )
 from tests.gitorigin import Origin
+from tests.openapi import inlined
 
 CURSOR = re.compile(CURSOR_PATTERN)
 PAGE_META = {"total", "page", "per_page", "current_page", "total_pages", "total_count"}
@@ -239,7 +240,7 @@ SWEPT = {**LISTS, **VARIANTS}
 
 @pytest.fixture
 def document(api):
-    return api.owner.get("/v1/schema?format=json").json()
+    return inlined(api.owner.get("/v1/schema?format=json").json())
 
 
 def test_the_sweep_names_every_list_of_the_schema(document):

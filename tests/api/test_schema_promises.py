@@ -12,8 +12,9 @@ from analytics.periods import PERIOD_PATTERN
 from events.catalogue import TYPES_PATTERN
 from issues.filters import ASSIGNEE_PATTERN
 from projects.models import Project
-from tests.conftest import assert_error, assert_ok
+from tests.conftest import assert_error, assert_ok, jwt_client
 from tests.factories import WebhookFactory, make_issue
+from tests.openapi import inlined
 
 MAX_ID = 2**63 - 1
 
@@ -22,7 +23,7 @@ MAX_ID = 2**63 - 1
 def document(api):
     response = api.owner.get("/v1/schema?format=json")
     assert response.status_code == 200
-    return response.json()
+    return inlined(response.json())
 
 
 def _parameters(document):
@@ -190,3 +191,166 @@ def test_without_credentials_401_comes_before_the_form(world):
         HTTP_IDEMPOTENCY_KEY="\u00e9",
     )
     assert_error(answer, 401, "UNAUTHORIZED")
+
+
+# Links ------------------------------------------------------------------------------------------
+
+LINK_EXPRESSION = re.compile(r"\$response\.body#/data(/0)?/id|\$request\.path\.(\w+)")
+
+
+def _by_id(document) -> dict[str, tuple[str, str, dict]]:
+    return {
+        operation["operationId"]: (method, path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    }
+
+
+def _path_parameters(path: str) -> set[str]:
+    return set(re.findall(r"\{(\w+)\}", path))
+
+
+def test_links_name_real_operations_and_fill_their_paths(document):
+    operations = _by_id(document)
+    count = 0
+    for source_id, (_method, source_path, source) in operations.items():
+        for status, response in source["responses"].items():
+            for name, link in response.get("links", {}).items():
+                count += 1
+                where = (source_id, status, name)
+                assert status.startswith("2"), where
+                _target_method, target_path, _target = operations[link["operationId"]]
+                assert set(link["parameters"]) == _path_parameters(target_path), where
+                for expression in link["parameters"].values():
+                    match = LINK_EXPRESSION.fullmatch(expression)
+                    assert match, (where, expression)
+                    assert match[2] is None or match[2] in _path_parameters(source_path), where
+    assert count >= 90
+
+
+def _bodies(world, origin, receiver) -> dict[str, dict]:
+    """What each operation answering a resource is sent in the walk below, in the order the
+    walk makes them (a merge last: it closes its pull request)."""
+    return {
+        "projects_create": {"name": "Linked", "workspace_id": world.acme.pk},
+        "workspaces_create": {"name": "Linked"},
+        "api_keys_create": {"name": "linked", "scopes": ["projects:read"]},
+        "projects_issues_create": {"title": "Linked issue"},
+        "projects_labels_create": {"name": "linked"},
+        "projects_members_create": {"user_id": world.admin.pk},
+        "projects_webhooks_create": {"url": receiver.url, "events": ["*"]},
+        "projects_repositories_create": {"name": "origin", "clone_url": origin.url},
+        "repositories_sync_create": {},
+        "repositories_pulls_create": {"title": "Feature", "head": "feature", "base": "main"},
+        "pulls_comments_create": {"body": "A linked comment"},
+        "pulls_reviews_create": {"state": "commented", "body": "Looks fine"},
+        "issues_comments_create": {"body": "A linked comment"},
+        "webhooks_ping_create": {},
+        "webhooks_deliveries_redeliver_create": {},
+        "workspaces_invitations_create": {"email": "linked@example.test"},
+        "pulls_merge_create": {},
+    }
+
+
+def _evaluate(expression: str, body: dict, request_path: dict[str, int]):
+    if expression.startswith("$request.path."):
+        return request_path[expression.removeprefix("$request.path.")]
+    value = body
+    for part in expression.removeprefix("$response.body#/").split("/"):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def _route(document, location: str) -> tuple[str | None, dict[str, int]]:
+    for path in document["paths"]:
+        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[0-9]+)", re.escape(path))
+        if match := re.fullmatch(pattern, location):
+            return path, {name: int(value) for name, value in match.groupdict().items()}
+    return None, {}
+
+
+def test_links_lead_from_real_answers_to_what_they_name(
+    world, origin, receiver, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    """A walk over the links from the creates that need no path parameter: each answer's
+    link expressions are evaluated on its body, and the target is called. A create answering
+    201 with the ``Location`` of an item links to every operation at that path, with its
+    identifiers; reads answer 200, writes find what they name (no 404), deletes (last,
+    newest first) answer 200. The lists reached are read again once the walk made their
+    items, and followed from their first item. Every create of the schema is reached."""
+    settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
+    client = jwt_client(world.owner)  # key management takes no API key
+    document = client.get("/v1/schema?format=json").json()
+    operations = _by_id(document)
+    bodies = _bodies(world, origin, receiver)
+    creates = {
+        operation_id
+        for operation_id, (method, _path, operation) in operations.items()
+        if method == "post" and "201" in operation["responses"]
+    }
+    assert creates <= set(bodies), creates - set(bodies)
+
+    def call(operation_id, parameters, body=None):
+        method, path, _operation = operations[operation_id]
+        with django_capture_on_commit_callbacks(execute=True):
+            return getattr(client, method)(path.format(**parameters), body, format="json")
+
+    def targets(operation_id, status, answer, parameters):
+        links = operations[operation_id][2]["responses"][status].get("links", {})
+        for link in links.values():
+            values = {
+                name: _evaluate(expression, answer.json(), parameters)
+                for name, expression in link["parameters"].items()
+            }
+            assert all(isinstance(value, int) for value in values.values()), (link, values)
+            yield link["operationId"], values
+
+    roots = [i for i in bodies if i in operations and not _path_parameters(operations[i][1])]
+    pending = [(operation_id, {}) for operation_id in roots]
+    made, seen, lists, writes, deletes = set(), set(), [], [], []
+    while pending:
+        pending.sort(key=lambda entry: list(bodies).index(entry[0]))
+        operation_id, parameters = pending.pop(0)
+        if operation_id in made:
+            continue
+        made.add(operation_id)
+        answer = call(operation_id, parameters, bodies[operation_id])
+        status = str(answer.status_code)
+        assert status.startswith("2"), (operation_id, answer.content)
+        followed = dict(targets(operation_id, status, answer, parameters))
+        item_path, identifiers = _route(document, answer.get("Location", ""))
+        if status == "201" and item_path and item_path.endswith("}"):  # an item, not a list
+            at_item = {i for i, (_m, path, _o) in operations.items() if path == item_path}
+            assert {i: followed.get(i) for i in at_item} == dict.fromkeys(at_item, identifiers)
+        for target, values in followed.items():
+            method, _path, target_operation = operations[target]
+            if (target, *values.items()) in seen:  # a sync links to its repository again
+                continue
+            seen.add((target, *values.items()))
+            if target in bodies:
+                pending.append((target, values))
+            elif method == "get":
+                read = call(target, values)
+                assert read.status_code == 200, (operation_id, target, read.content)
+                if "links" in target_operation["responses"]["200"]:
+                    lists.append((target, values))
+            elif method == "delete":
+                deletes.insert(0, (target, values))
+            else:
+                writes.append((target, values))
+    assert made == set(bodies)
+    assert lists and writes and deletes
+    for operation_id, parameters in lists:  # the lists hold what the walk made by now
+        answer = call(operation_id, parameters)
+        for target, values in targets(operation_id, "200", answer, parameters):
+            method = operations[target][0]
+            if method == "get":
+                assert call(target, values).status_code == 200, (operation_id, target)
+            elif method != "delete":  # the first item's delete is its create's, walked last
+                writes.append((target, values))
+    for operation_id, parameters in writes:
+        answer = call(operation_id, parameters, {})
+        assert answer.status_code != 404 and answer.status_code < 500, (operation_id, answer)
+    for operation_id, parameters in deletes:
+        answer = call(operation_id, parameters)
+        assert answer.status_code == 200, (operation_id, answer.content)

@@ -102,6 +102,20 @@ def test_private_addresses_are_refused_at_registration(api, world, settings, url
     assert not Webhook.objects.exists()
 
 
+@pytest.mark.parametrize("what", ["webhook", "project"])
+def test_a_webhook_with_redeliveries_can_be_deleted(api, world, what):
+    webhook = WebhookFactory(project=world.project)
+    event = Event.objects.create(
+        type="webhook.ping", workspace_id=world.acme.pk, project_id=world.project.pk
+    )
+    original = Delivery.objects.create(webhook=webhook, event=event)
+    again = Delivery.objects.create(webhook=webhook, event=event, redelivery_of=original)
+    Delivery.objects.create(webhook=webhook, event=event, redelivery_of=again)
+    path = f"/v1/webhooks/{webhook.pk}" if what == "webhook" else f"/v1/projects/{world.project.pk}"
+    assert_ok(api.owner.delete(path))
+    assert not Delivery.objects.filter(webhook_id=webhook.pk).exists()
+
+
 def test_private_addresses_are_allowed_when_configured(api, world, settings):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
     assert_ok(register(api.owner, world.project, url="http://localhost:9/x"), 201)
