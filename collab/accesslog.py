@@ -10,6 +10,8 @@ import logging
 import re
 import time
 
+from collab.db.querycost import DISCONNECT_KEY
+
 logger = logging.getLogger("collab.access")
 
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
@@ -47,7 +49,10 @@ class AccessLogMiddleware:
         response = self.get_response(request)
         user_id, api_key_id = _caller(request)
         status = response.status_code
-        level = logging.ERROR if status >= 500 else logging.INFO
+        # A request whose client left ends as one past its deadline (503): nobody's fault here.
+        disconnect = request.META.get(DISCONNECT_KEY)
+        client_gone = disconnect is not None and disconnect.cancelled
+        level = logging.ERROR if status >= 500 and not client_gone else logging.INFO
         route = route_template(request)
         logger.log(
             level,

@@ -21,7 +21,8 @@ from tests.factories import make_issue
 WRITES = ("PUT", "PATCH", "DELETE")
 # What each write is sent: a change every route accepts or refuses on its own terms.
 BODY = {"title": "Edited", "name": "Edited", "role": "developer", "active": True}
-DOCUMENTS = {"schema", "docs", "healthz", "readyz"}
+# Documents, not records: no entity tag (the metrics change with every scrape).
+DOCUMENTS = {"schema", "docs", "healthz", "readyz", "metrics"}
 # Analytics over a period that ends now, and a rate-limit window not yet opened (its reset is
 # a window from now): the body moves with the clock, and so does its tag.
 BY_THE_CLOCK = {"project-dashboard", "project-metrics", "workspace-dashboard", "rate-limit"}
