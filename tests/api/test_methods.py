@@ -15,11 +15,11 @@ import re
 import pytest
 from django.apps import apps
 from django.db import connection
-from django.urls import URLPattern, URLResolver, get_resolver
 
 from projects.models import ProjectMember
 from ratelimits.models import RateLimitCounter
 from tests.conftest import client_for
+from tests.urlconf import named_routes
 
 METHODS = ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
 READ_KEYS = ("projects:read", "issues:read", "users:read")
@@ -62,16 +62,7 @@ NON_JSON_OK = {("docs", "GET"): "text/html"}
 
 
 def _routes():
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                if str(pattern.pattern).startswith("admin/"):
-                    continue
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern) and pattern.name:
-                yield pattern.name, prefix + str(pattern.pattern)
-
-    return sorted(dict(walk(get_resolver().url_patterns)).items())
+    return sorted({pattern.name: regex for pattern, regex in named_routes()}.items())
 
 
 ROUTES = _routes()

@@ -17,13 +17,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework import status
 
 from collab.api.permissions import JwtOnly
 from comments.views import READ_SCOPE
 from events.catalogue import EVENT_KINDS
 from search.selectors import READ_SCOPES as SEARCH_SCOPES
+from tests.urlconf import named_routes
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guide"
@@ -44,16 +44,7 @@ PLAIN_VIEWS = {"healthz", "readyz", "schema", "docs", "metrics"}
 
 
 def _routes():
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                if str(pattern.pattern).startswith("admin/"):
-                    continue
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern) and pattern.name:
-                yield pattern, prefix + str(pattern.pattern)
-
-    return list(walk(get_resolver().url_patterns))
+    return list(named_routes())
 
 
 def _path(pattern: str) -> str:
