@@ -7,15 +7,12 @@ the path or the query string, which may carry an identifier or a token.
 """
 
 import logging
-import re
 import time
 
+from collab.api.metrics import route_template as template_of
 from collab.db.querycost import DISCONNECT_KEY
 
 logger = logging.getLogger("collab.access")
-
-_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
-_CONVERTER = re.compile(r"<(?:\w+:)?(\w+)>")
 
 
 def route_template(request) -> str | None:
@@ -23,10 +20,7 @@ def route_template(request) -> str | None:
     match = getattr(request, "resolver_match", None)
     if match is None or not match.route:
         return None
-    route = match.route.replace("^", "").replace("$", "").replace("\\", "")
-    route = _GROUP.sub(r"{\1}", route)
-    route = _CONVERTER.sub(r"{\1}", route)
-    return "/" + route.lstrip("/")
+    return template_of(match.route)
 
 
 def _caller(request) -> tuple[int | None, int | None]:
