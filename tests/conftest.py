@@ -61,6 +61,16 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def quick_transactional_teardown():
+    """Transactional tests end with their tables emptied by DELETE (tests/dbflush.py)."""
+    from tests import dbflush
+
+    dbflush.install()
+    yield
+    dbflush.uninstall()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def redis_clean_slate():
     """Each xdist worker owns one Redis database (collab.settings.test): empty it at the start,
     so tasks, counters and cache entries an earlier run left behind cannot reach this one."""

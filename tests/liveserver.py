@@ -10,8 +10,10 @@ import os
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -28,6 +30,14 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def serve_in_thread(server: socketserver.BaseServer) -> None:
+    """``server`` served from a daemon thread that looks for ``shutdown()`` every 50 ms (the
+    standard half second was what each test waited at its end for its receiver to stop)."""
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
 
 
 def require_services() -> None:

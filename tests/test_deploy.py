@@ -28,7 +28,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.liveserver import manage_run
+from tests.liveserver import manage_run, serve_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
@@ -642,7 +642,7 @@ def test_nginx_in_front_of_two_web_processes(nginx_dir):
         for name in ("a", "b")
     ]
     for backend in backends:
-        threading.Thread(target=backend.serve_forever, daemon=True).start()
+        serve_in_thread(backend)
     port = _free_port()
     conf = _nginx_copy(
         nginx_dir,
@@ -746,7 +746,7 @@ def _raw_answer(port: int, raw: bytes) -> tuple[int, dict]:
 @needs_nginx
 def test_nginx_refuses_oversized_heads_and_odd_framing_in_the_envelope(nginx_dir):
     backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    serve_in_thread(backend)
     port = _free_port()
     conf = _nginx_copy(
         nginx_dir, listen=f"127.0.0.1:{port}", servers=[f"127.0.0.1:{backend.server_address[1]}"]

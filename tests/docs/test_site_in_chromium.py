@@ -5,12 +5,11 @@ finds what the guide explains, and no page reports an error."""
 import functools
 import http.server
 import json
-import threading
 
 import pytest
 
 from tests.browser.chromium import Chromium, executable
-from tests.liveserver import ROOT
+from tests.liveserver import ROOT, serve_in_thread
 
 pytestmark = [pytest.mark.slow(seconds=12), pytest.mark.live]
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -21,7 +20,7 @@ def served(site):
     """The built site on a port of its own, as ``./doc serve`` or any static host serves it."""
     handler = functools.partial(QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()

@@ -7,6 +7,8 @@ import http.server
 import threading
 from dataclasses import dataclass, field
 
+from tests.liveserver import serve_in_thread
+
 
 @dataclass
 class Received:
@@ -65,5 +67,5 @@ def start_receiver(statuses: list[int] | None = None) -> tuple[Receiver, http.se
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     receiver.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return receiver, server

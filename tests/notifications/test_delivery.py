@@ -29,6 +29,7 @@ from notifications import dispatch, fanout, services, sweep, tasks
 from notifications.models import Delivery, DeliveryAttempt, Webhook
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
+from tests.liveserver import serve_in_thread
 from tests.notifications.receiver import start_receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -462,7 +463,7 @@ def test_a_receiver_too_slow_is_a_retryable_failure(api, world, settings):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         register(api, world.project, f"http://127.0.0.1:{server.server_address[1]}/slow")
         started = time.monotonic()
