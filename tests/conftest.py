@@ -16,6 +16,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts.models import Role
 from collab.api.scopes import ALL_SCOPES
+from tests import lanes
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -27,21 +28,35 @@ from tests.factories import (
 from tests.gitorigin import Origin
 
 
-def _seconds(item: pytest.Item) -> float:
-    mark = item.get_closest_marker("slow")
-    return 0.0 if mark is None else float(mark.kwargs.get("seconds", 10))
-
-
+@pytest.hookimpl(trylast=True)  # after -m, -k and --deselect: the tests that will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The slowest tests start first (by ``@pytest.mark.slow(seconds=...)``): with ``-n 2`` a
-    two-minute test started last is the run's wall time; started first, the short ones fill
-    the other worker meanwhile. A module's tests stay together (its module-scoped fixtures
-    are built once), modules ordered by their slowest test; the others keep their order."""
+    """The slowest tests start first (by ``@pytest.mark.slow(seconds=...)``): a two-minute
+    test started last is the run's wall time. A module's tests stay together (its
+    module-scoped fixtures are built once), modules ordered by their slowest test. Under
+    ``-n N``, the live tests are dealt to lanes (tests/lanes.py)."""
     slowest: dict[str, float] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        slowest[module] = max(slowest.get(module, 0.0), _seconds(item))
-    items.sort(key=lambda item: (-slowest[item.nodeid.split("::", 1)[0]], -_seconds(item)))
+        slowest[lanes.module(item)] = max(slowest.get(lanes.module(item), 0.0), lanes.seconds(item))
+    items.sort(key=lambda item: (-slowest[lanes.module(item)], -lanes.seconds(item)))
+    lanes.write(config, items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    lanes.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    lanes.unconfigure(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    lanes.configure_node(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    return lanes.make_scheduler(config, log)
 
 
 @pytest.fixture(scope="session")

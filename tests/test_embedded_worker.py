@@ -266,6 +266,7 @@ class HeldOnceReceiver(HeldListener):
             )
 
 
+@pytest.mark.slow(seconds=50)
 def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path, origin):
     """SIGKILL the embedded worker while it is in the middle of a git sync (its origin never
     answers), of a mention email (its SMTP server never greets) and of a webhook delivery (its

@@ -56,7 +56,7 @@ def run_page(page: Page, session: Session, folder: Path) -> list[str]:
     return run_bash(bash, session, folder / "bash") + run_python(python, session, folder / "py")
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 @pytest.mark.live
 @pytest.mark.parametrize("page", RUN, ids=[page.file for page in RUN])
 def test_the_examples_of_the_page_run(page, session, tmp_path):
@@ -98,13 +98,13 @@ def sample(name: str) -> Page:
     return parse(path.read_text(), path.relative_to(ROOT).as_posix())
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 @pytest.mark.live
 def test_a_sample_page_in_every_form_runs(session, tmp_path):
     assert run_page(sample("good.md"), session, tmp_path) == []
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 @pytest.mark.live
 def test_drift_in_a_sample_page_is_reported_at_its_line(session, tmp_path):
     problems = run_page(sample("drift.md"), session, tmp_path)

@@ -61,7 +61,7 @@ CALLS = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=10)
 @pytest.mark.live
 @pytest.mark.fuzz
 def test_a_generated_client_builds_and_calls_the_live_server(tmp_path):

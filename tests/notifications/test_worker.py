@@ -27,7 +27,11 @@ from tests.liveserver import (
 )
 from tests.notifications.receiver import start_receiver
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.live]
+pytestmark = [
+    pytest.mark.slow(seconds=8),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.live,
+]
 
 SECRET = "end-to-end-secret"
 QUICK = {
