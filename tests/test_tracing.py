@@ -5,6 +5,8 @@ trace."""
 import json
 
 import pytest
+from django.conf import settings
+from django.test import Client, override_settings
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -118,3 +120,25 @@ def test_writes_fanned_out_in_one_batch_each_keep_their_trace(
     assert [link.context.span_id for link in joined.links] == [fanout.context.span_id]
     (second_post,) = [p for p in posts if p.context.trace_id == second_trace]
     assert second_post.parent.span_id == joined.context.span_id
+
+
+@override_settings(ALLOWED_HOSTS=["collab.example.com"])
+def test_the_request_span_starts_once_the_host_is_settled(spans):
+    """The trace's middleware asks for the Host first: it comes right after the middleware that
+    lets a scrape addressed to a pod's IP through, and a Host refused before any of ours
+    answers is still the JSON 400."""
+    names = list(settings.MIDDLEWARE)
+    assert names[0] == tracing.HOST_MIDDLEWARE
+    assert names[1].startswith("opentelemetry.instrumentation.django")
+    spans.clear()
+    assert Client().get("/metrics", HTTP_HOST="10.1.2.3:8000").status_code == 200
+    assert [s.name for s in spans.get_finished_spans() if s.kind.name == "SERVER"] == [
+        "GET metrics"
+    ]
+    refused = Client().get("/healthz", HTTP_HOST="10.1.2.3:8000")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "code": "BAD_REQUEST",
+        "message": "The Host header is not allowed here.",
+        "details": {},
+    }
