@@ -1,9 +1,10 @@
 """Invitation emails: sent by a task (``accounts.tasks.invitation_send_email``), their outcome
 kept on the invitation, so an email that cannot be sent is retried or shown as failed, never
-lost without a trace."""
+lost without a trace. The task takes the invitation's id and makes its token again
+(``accounts.invitation_tokens``): no token rides in the broker or in a task's arguments."""
 
+import hmac
 import logging
-import secrets
 import smtplib
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from django.core.mail import BadHeaderError, send_mail
 from django.db.models import F
 from django.utils import timezone
 
+from .invitation_tokens import token_issue, token_recover
 from .keys import hash_key
 from .models import Invitation
 
@@ -44,19 +46,38 @@ def _is_permanent(error: Exception) -> bool:
     return isinstance(error, smtplib.SMTPResponseException) and error.smtp_code >= 500
 
 
-def invitation_email_send(*, invitation_id: int, token: str, last_attempt: bool) -> bool:
+def invitation_email_send(
+    *, invitation_id: int, last_attempt: bool, token: str | None = None
+) -> bool:
     """Send an invitation's email and record the outcome on the invitation (``email_status``
     ``sent`` or ``failed`` with ``email_error``). Answers whether to try again later: only for
-    a transient error (the SMTP server unreachable, a 4xx) before the ``last_attempt``."""
-    # A token the sweep has since replaced (this task was thought lost) is not sent: it no
-    # longer opens the invitation, and the new one is on its way.
+    a transient error (the SMTP server unreachable, a 4xx) before the ``last_attempt``.
+
+    The token is made again from the invitation (``token`` is given only by the messages
+    queued before tasks carried the id alone). An email sent already, or given up on, is not
+    sent again: a task run twice, or one thought lost that turns up after the sweep sent its
+    email, sends nothing."""
     invitation = (
         Invitation.objects.select_related("workspace", "invited_by")
-        .filter(pk=invitation_id, status=Invitation.Status.PENDING, token_hash=hash_key(token))
+        .filter(
+            pk=invitation_id,
+            status=Invitation.Status.PENDING,
+            email_status=Invitation.EmailStatus.QUEUED,
+        )
         .first()
     )
     if invitation is None:
         return False
+    if token is not None:
+        # A token the sweep has since replaced no longer opens the invitation: not sent.
+        if not hmac.compare_digest(hash_key(token), invitation.token_hash):
+            return False
+    else:
+        token = token_recover(nonce=invitation.token_nonce, token_hash=invitation.token_hash)
+        if token is None:
+            token = _token_reissue(invitation)
+            if token is None:
+                return False
     inviter = invitation.invited_by
     who = (inviter.name or inviter.email) if inviter else "Someone"
     link = f"{settings.PUBLIC_BASE_URL}/accept-invitation?token={token}"
@@ -98,12 +119,28 @@ def invitation_email_send(*, invitation_id: int, token: str, last_attempt: bool)
     return False
 
 
+def _token_reissue(invitation: Invitation) -> str | None:
+    """A new token for an invitation whose own cannot be made again (made before tokens were
+    made from a nonce, or under a SECRET_KEY no longer kept among SECRET_KEY_FALLBACKS); None
+    when another task replaced it meanwhile (that one sends it)."""
+    nonce, token = token_issue()
+    taken = Invitation.objects.filter(pk=invitation.pk, token_hash=invitation.token_hash).update(
+        token_nonce=nonce, token_hash=hash_key(token)
+    )
+    if not taken:
+        return None
+    logger.warning(
+        "Invitation %s: its token could not be made again; a new one is sent.", invitation.pk
+    )
+    return token
+
+
 def invitations_email_sweep() -> int:
     """Send again the invitation emails nobody is sending: pending invitations whose email is
     still ``queued`` INVITATION_EMAIL_SWEEP_GRACE_SECONDS after it was handed to the worker
-    (longer than its retries take), because the worker holding it was killed. Only the token's
-    hash is kept, so each gets a new token, taken with a conditional UPDATE: two sweeps never
-    both send, and a late task with the old token sends nothing. Returns how many were queued."""
+    (longer than its retries take), because the worker holding it was killed. Each gets a new
+    token, taken with a conditional UPDATE: two sweeps never both send, and the old token no
+    longer opens the invitation. Returns how many were queued."""
     send = current_app.tasks["accounts.tasks.invitation_send_email"]
     now = timezone.now()
     cut = now - timedelta(seconds=settings.INVITATION_EMAIL_SWEEP_GRACE_SECONDS)
@@ -115,14 +152,14 @@ def invitations_email_sweep() -> int:
     ).values_list("pk", "email_queued_at")[:INVITATION_SWEEP_BATCH]
     queued = 0
     for invitation_id, queued_at in stuck:
-        token = secrets.token_urlsafe(32)
+        nonce, token = token_issue()
         taken = Invitation.objects.filter(
             pk=invitation_id, email_queued_at=queued_at, email_status=Invitation.EmailStatus.QUEUED
-        ).update(token_hash=hash_key(token), email_queued_at=now)
+        ).update(token_nonce=nonce, token_hash=hash_key(token), email_queued_at=now)
         if taken:
             logger.warning(
                 "Invitation %s: its email was never sent; sending it again.", invitation_id
             )
-            send.delay(invitation_id=invitation_id, token=token)
+            send.delay(invitation_id=invitation_id)
             queued += 1
     return queued

@@ -190,6 +190,9 @@ class Invitation(models.Model):
     projects = models.ManyToManyField("projects.Project", blank=True, related_name="+")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     token_hash = models.CharField(max_length=64, unique=True)
+    # The token is made from it with SECRET_KEY (accounts.invitation_tokens): alone it opens
+    # nothing, and the email's task makes the token from it instead of carrying it.
+    token_nonce = models.CharField(max_length=64, blank=True, default="")
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )

@@ -2,7 +2,6 @@
 
 import logging
 import re
-import secrets
 import time
 from datetime import timedelta
 from typing import Any
@@ -32,7 +31,7 @@ from collab.api.scopes import invalid_scopes
 from collab.unset import UNSET, Maybe, Unset
 from events.services import event_record
 
-from . import keys, login_protection, signals, token_denylist
+from . import invitation_tokens, keys, login_protection, signals, token_denylist
 from .handles import HANDLE_RE, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 from .records import invitation_record
@@ -475,7 +474,7 @@ def invitation_create(
     if role == Role.OWNER:
         _require_owner(inviter, workspace.pk)
     email = User.objects.normalize_email(email).lower()
-    token = secrets.token_urlsafe(32)
+    nonce, token = invitation_tokens.token_issue()
     with transaction.atomic():
         user = User.objects.filter(email=email).first()
         is_member = Membership.objects.filter(workspace=workspace, user=user).exists()
@@ -495,6 +494,7 @@ def invitation_create(
                     email=email,
                     role=role,
                     token_hash=keys.hash_key(token),
+                    token_nonce=nonce,
                     invited_by=inviter,
                     user=user,
                     expires_at=timezone.now() + settings.INVITATION_LIFETIME,
@@ -517,9 +517,9 @@ def invitation_create(
             data={"invitation": invitation_record(invitation)},
         )
         # robust: a broker hiccup after commit is logged, not turned into a failed request.
+        # The id alone: the task makes the token again from the invitation's nonce.
         transaction.on_commit(
-            lambda: invitation_send_email.delay(invitation_id=invitation.pk, token=token),
-            robust=True,
+            lambda: invitation_send_email.delay(invitation_id=invitation.pk), robust=True
         )
     return invitation, token
 

@@ -18,7 +18,9 @@ class EmailNotSentYet(Exception):
     retry_backoff=INVITATION_EMAIL_BACKOFF_SECONDS,
     max_retries=INVITATION_EMAIL_RETRIES,
 )
-def invitation_send_email(self, *, invitation_id: int, token: str) -> None:
+def invitation_send_email(self, *, invitation_id: int, token: str | None = None) -> None:
+    # The id alone: the token is made again from the invitation. ``token`` only in messages
+    # queued before (a secret in a task's arguments is logged by Celery and kept by the broker).
     again = emails.invitation_email_send(
         invitation_id=invitation_id,
         token=token,

@@ -12,12 +12,20 @@ request continues its trace), and each webhook POST (urllib3). The SDK's batch p
 runs a thread, which a fork does not copy: it starts in each process that serves, after the
 fork (gunicorn's ``post_fork`` in collab/gunicorn_conf.py, Celery's ``worker_process_init``),
 or where no fork follows (a thread-pool or solo worker, ``runserver``, plain uvicorn).
+
+Work done later on behalf of a request, with other work, keeps the request's trace: an event of
+the log keeps the ``traceparent`` of the span that recorded it (``current_traceparent``), as an
+outbox row keeps its trace context, and whatever handles it later does so in that trace
+(``continued``), linked to the span of the task that runs it. A fan-out task takes the events of
+many commits at once; each event's webhook sends join the trace of the request that made it.
 """
 
 import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import signals
@@ -30,6 +38,7 @@ from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
 )
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 logger = logging.getLogger("collab.tracing")
 
@@ -96,16 +105,64 @@ def _instrument(provider: TracerProvider) -> None:
     from opentelemetry.instrumentation.redis import RedisInstrumentor
     from opentelemetry.instrumentation.urllib3 import URLLib3Instrumentor
 
-    instrumentors: list[Any] = [
-        DjangoInstrumentor(),
-        PsycopgInstrumentor(),
-        RedisInstrumentor(),
-        CeleryInstrumentor(),
-        URLLib3Instrumentor(),
+    instrumentors: list[tuple[Any, dict[str, Any]]] = [
+        (DjangoInstrumentor(), {"middleware_position": _django_middleware_position()}),
+        (PsycopgInstrumentor(), {}),
+        (RedisInstrumentor(), {}),
+        (CeleryInstrumentor(), {}),
+        (URLLib3Instrumentor(), {}),
     ]
-    for instrumentor in instrumentors:
+    for instrumentor, options in instrumentors:
         if not instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.instrument(tracer_provider=provider)
+            instrumentor.instrument(tracer_provider=provider, **options)
+
+
+# The request's span starts right after this middleware, which settles the request's Host
+# (the span's middleware asks for it first of all): outside every other, so that the access
+# line and the rest are logged within it. OTEL_PYTHON_DJANGO_MIDDLEWARE_POSITION still wins.
+HOST_MIDDLEWARE = "collab.api.middleware.RouteHostMiddleware"
+
+
+def _django_middleware_position() -> int:
+    from django.conf import settings
+
+    middleware = list(settings.MIDDLEWARE)
+    return middleware.index(HOST_MIDDLEWARE) + 1 if HOST_MIDDLEWARE in middleware else 0
+
+
+_W3C = TraceContextTextMapPropagator()
+
+
+def current_traceparent() -> str:
+    """The W3C ``traceparent`` of the span now current, "" outside any (tracing off)."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return ""
+    carrier: dict[str, str] = {}
+    _W3C.inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+@contextmanager
+def continued(
+    traceparent: str, name: str, attributes: dict[str, str | int] | None = None
+) -> Iterator[None]:
+    """Run the block in the trace of ``traceparent`` (a ``current_traceparent`` kept earlier):
+    within a span ``name`` whose parent is that span, linked to the span now current (the
+    task doing the work). Nothing changes when tracing is off, ``traceparent`` is empty, or the
+    current span is in that trace already (a task queued by the same request)."""
+    if _provider is None or not traceparent:
+        yield
+        return
+    current = trace.get_current_span().get_span_context()
+    parent = _W3C.extract({"traceparent": traceparent})
+    recorded = trace.get_current_span(parent).get_span_context()
+    if not recorded.is_valid or (current.is_valid and current.trace_id == recorded.trace_id):
+        yield
+        return
+    links = [trace.Link(current)] if current.is_valid else []
+    tracer = _provider.get_tracer(__name__)
+    with tracer.start_as_current_span(name, context=parent, links=links, attributes=attributes):
+        yield
 
 
 def tracing_flush() -> None:

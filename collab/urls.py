@@ -25,5 +25,6 @@ urlpatterns = [
     re_path(r"^(?!admin/|static/)[\s\S]*\Z", views.not_found),
 ]
 
+handler400 = "collab.views.bad_request"
 handler404 = "collab.views.not_found"
 handler500 = "collab.views.server_error"

@@ -6,6 +6,7 @@ import logging
 import sys
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -146,18 +147,34 @@ def _metrics(request):
 def metrics(request):
     """Prometheus's text exposition (docs/operations/metrics.md), to its readers only: anyone
     else gets the 404 of a path that does not exist, whatever the method."""
-    if not settings.METRICS_ENABLED or not metrics_reader(request):
+    if not metrics_scraper(request):
         return not_found(request)
     return _metrics(request)
 
 
-metrics.rate_limit = EXEMPT  # type: ignore[attr-defined] # a scraper is never counted
+def metrics_scraper(request) -> bool:
+    """Whether the request may read the metrics (they are on, and it is one of their readers)."""
+    return settings.METRICS_ENABLED and metrics_reader(request)
 
 
 def metrics_reader(request) -> bool:
     from collab.metrics import environ_reader
 
     return environ_reader(request.META)
+
+
+metrics.rate_limit = EXEMPT  # type: ignore[attr-defined] # a scraper is never counted
+# A scrape addressed to a pod's IP, which ALLOWED_HOSTS cannot list, is served to the readers.
+metrics.any_host = metrics_scraper  # type: ignore[attr-defined] # collab.api.middleware
+
+
+def bad_request(request, exception=None, *args, **kwargs):
+    """Django's 400 for what it refuses before any of our middleware answers (a Host the
+    trace's middleware asked for first, a request too malformed to parse): JSON, as every other
+    answer."""
+    if isinstance(exception, DisallowedHost):
+        return json_error(400, "BAD_REQUEST", "The Host header is not allowed here.")
+    return json_error(400, "BAD_REQUEST", "The request cannot be processed.")
 
 
 def server_error(request, *args, **kwargs):

@@ -24,6 +24,9 @@ class Event(models.Model):
     changes = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The W3C traceparent of the span that recorded it ("" untraced): what handles the event
+    # later, in a task that takes many at once, does so in its trace (collab/tracing.py).
+    traceparent = models.CharField(max_length=55, blank=True, default="")
 
     class Meta:
         # The table predates this app (it began in notifications); the name stays, no data moved.

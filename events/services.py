@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from collab.db.writebatch import WriteBatch
+from collab.tracing import current_traceparent
 
 from .models import Event, EventLogState
 
@@ -71,6 +72,7 @@ def event_record(
         "actor_id": getattr(actor, "pk", actor),
         "data": data,
         "changes": changes,
+        "traceparent": current_traceparent(),
     }
     if batch is None:
         event = Event.objects.create(**values)
@@ -87,6 +89,7 @@ def event_record_many(events: list[dict[str, Any]]) -> list[Event]:
     holds ``event_record``'s arguments. Their ids follow their order."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_record_many() must run inside the transaction of the change.")
+    traceparent = current_traceparent()
     rows = Event.objects.bulk_create(
         [
             Event(
@@ -96,6 +99,7 @@ def event_record_many(events: list[dict[str, Any]]) -> list[Event]:
                 actor_id=getattr(event.get("actor"), "pk", event.get("actor")),
                 data=event["data"],
                 changes=event.get("changes"),
+                traceparent=traceparent,
             )
             for event in events
         ]

@@ -21,6 +21,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Case, DateTimeField, F, Q, Value, When
 from django.utils import timezone
 
+from collab import tracing
 from collab.api.renderers import dumps
 from events.services import event_record
 
@@ -250,7 +251,14 @@ def _webhook_send(deliveries: list[Delivery]) -> dict[int, Delivery | None]:
     for index, delivery in enumerate(deliveries):
         # One instance of the webhook, so what a send learns of its health the next knows.
         delivery.webhook = webhook
-        result = _delivery_send_one(delivery, secret=secret)
+        # In the trace of the request that made its event, whichever task sends it (a fan-out
+        # or a batch of deliveries takes the events of many requests at once).
+        with tracing.continued(
+            delivery.event.traceparent,
+            "webhook deliver",
+            {"collab.event.type": delivery.event.type, "collab.delivery.id": str(delivery.uuid)},
+        ):
+            result = _delivery_send_one(delivery, secret=secret)
         if result == "deferred":
             _deliveries_defer(deliveries[index:])
             return sent

@@ -20,3 +20,10 @@ STREAM_SUBSCRIBERS = Gauge(
     "collab_stream_subscribers", "Open event streams.", multiprocess_mode="livesum"
 )
 STREAM_FRAMES_SENT = Counter("collab_stream_frames_sent_total", "Event frames written to streams.")
+# Each process's hub sets its own (notifications.stream); a scrape shows the largest of the
+# live processes': the stream furthest behind. A process whose hub never started says 0.
+EVENT_HUB_LAG = Gauge(
+    "collab_event_hub_lag_events",
+    "Events of the log this process's event hub has not read yet (the most of any process).",
+    multiprocess_mode="livemax",
+)

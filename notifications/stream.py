@@ -9,6 +9,10 @@ with Redis it still polls now and then, in case a wake-up was lost.
 Ids are handed out before commit, so on PostgreSQL event 12 can become visible after event 13.
 The hub remembers the ids it skipped and looks for them again for ``GAP_SECONDS``; an id still
 missing after that belonged to a transaction that rolled back.
+
+Every ``LAG_SAMPLE_SECONDS`` the hub counts the events after its cursor, beside its reads (a
+read stuck on the database, a loop too busy to read, lost wake-ups all show), and sets
+``collab_event_hub_lag_events`` (docs/operations/metrics.md).
 """
 
 import asyncio
@@ -32,7 +36,7 @@ from events.catalogue import kind_matches
 from events.models import Event, EventLogState
 
 from . import selectors
-from .metrics import STREAM_SUBSCRIBERS
+from .metrics import EVENT_HUB_LAG, STREAM_SUBSCRIBERS
 
 logger = logging.getLogger("collab.stream")
 
@@ -40,6 +44,10 @@ GAP_SECONDS = 10.0
 RESCOPE_ATTEMPTS = 5
 BATCH = 500
 CLOSE = object()
+# How often a hub counts the events it has not read yet, and up to how many: past that, it is
+# at least that far behind (a count of the primary key's index, bounded whatever the backlog).
+LAG_SAMPLE_SECONDS = 10.0
+LAG_COUNT_MAX = 100_000
 
 
 def wake(event_id: int) -> None:
@@ -182,6 +190,11 @@ def events_after(
 
 def last_event_id() -> int:
     return Event.objects.aggregate(last=Max("id"))["last"] or 0
+
+
+def events_unread(after_id: int) -> int:
+    """The events after ``after_id``, counted up to LAG_COUNT_MAX."""
+    return Event.objects.filter(id__gt=after_id).order_by()[:LAG_COUNT_MAX].count()
 
 
 def purged_through() -> int:
@@ -338,6 +351,7 @@ class Hub:
         self.reader = LogReader(start)
         self.ready.set()
         listener = asyncio.create_task(self._listen()) if settings.REDIS_URL else None
+        watcher = asyncio.create_task(self._watch_lag())
         interval = (
             settings.EVENT_STREAM_SAFETY_POLL_SECONDS
             if settings.REDIS_URL
@@ -366,8 +380,20 @@ class Hub:
                         if subscriber.wants(event):
                             subscriber.push(event)
         finally:
+            watcher.cancel()
             if listener is not None:
                 listener.cancel()
+
+    async def _watch_lag(self) -> None:
+        """``collab_event_hub_lag_events``: what the log holds after the cursor, now and then."""
+        assert self.reader is not None  # set by _run before it starts this
+        while True:
+            try:
+                EVENT_HUB_LAG.set(await in_thread(events_unread, self.reader.last_id))
+            except Exception as exc:
+                # The database may be restarting: the gauge keeps its last count meanwhile.
+                logger.warning("The event hub could not count the events it has not read: %s", exc)
+            await asyncio.sleep(LAG_SAMPLE_SECONDS)
 
     async def _listen(self) -> None:
         """Redis pub/sub wake-ups; on a Redis failure the hub falls back to its polling."""

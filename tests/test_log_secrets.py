@@ -11,6 +11,7 @@ import logging
 import urllib.parse
 
 import pytest
+from celery.app.task import Task
 from django.core import mail
 from django.db import connection
 from rest_framework.test import APIClient
@@ -179,8 +180,18 @@ def test_webhook_secrets_and_the_signatures_sent(api, world, receiver, captured,
 
 
 def test_invitation_tokens_and_new_passwords(
-    api, world, captured, django_capture_on_commit_callbacks
+    api, world, captured, django_capture_on_commit_callbacks, monkeypatch
 ):
+    # Every task queued, as its message would carry it: Celery logs a task's arguments at some
+    # levels (and with a failure), and the broker keeps them.
+    queued: list[tuple[str, object, object]] = []
+    publish = Task.apply_async
+
+    def recorded(task, args=None, kwargs=None, **options):
+        queued.append((task.name, args, kwargs))
+        return publish(task, args, kwargs, **options)
+
+    monkeypatch.setattr(Task, "apply_async", recorded)
     with django_capture_on_commit_callbacks(execute=True):
         assert_ok(
             api.owner.post(
@@ -206,6 +217,9 @@ def test_invitation_tokens_and_new_passwords(
     assert accepted.status_code in (200, 201), accepted.content
 
     captured.assert_clean(token, password)
+    assert "accounts.tasks.invitation_send_email" in [name for name, _, _ in queued]
+    for form in encodings(token):
+        assert form not in repr(queued), "a task carries the token"
 
 
 def test_push_signatures(api, world, git_storage, synced, captured):  # noqa: F811

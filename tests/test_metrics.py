@@ -95,6 +95,52 @@ def test_a_write_is_a_405_and_the_scrape_is_not_rate_limited():
     assert "X-RateLimit-Limit" not in Client().get("/metrics")
 
 
+# Prometheus on Kubernetes scrapes a pod at its IP: that is the Host it sends.
+POD = "10.1.2.3:8000"
+
+
+@override_settings(ALLOWED_HOSTS=["collab.example.com"])
+def test_a_scrape_addressed_to_a_pods_ip_is_answered_to_the_readers_only():
+    _scrape(Client(), HTTP_HOST=POD)
+    assert Client().get("/metrics", HTTP_HOST="collab.example.com").status_code == 200
+    # Its own check still decides: anyone else gets what any path gets for that Host.
+    _is_host_refused(Client(REMOTE_ADDR="203.0.113.9").get("/metrics", HTTP_HOST=POD))
+    _is_host_refused(Client().get("/metrics", HTTP_HOST=POD, HTTP_X_FORWARDED_FOR="203.0.113.9"))
+    # The readers' other methods get the endpoint's own answers.
+    assert Client().post("/metrics", HTTP_HOST=POD).status_code == 405
+
+
+@override_settings(ALLOWED_HOSTS=["collab.example.com"])
+@pytest.mark.parametrize("path", ["/healthz", "/v1/projects", "/metrics/", "/metricsx", "/nope"])
+def test_host_validation_holds_on_every_other_path(path):
+    _is_host_refused(Client().get(path, HTTP_HOST=POD))
+
+
+@override_settings(ALLOWED_HOSTS=["collab.example.com"], METRICS_TOKEN="s3cret-scrape-token")
+def test_with_a_token_a_pods_ip_is_answered_to_its_bearer_only():
+    bearer = "Bearer s3cret-scrape-token"
+    _scrape(Client(REMOTE_ADDR="10.9.8.7"), HTTP_HOST=POD, HTTP_AUTHORIZATION=bearer)
+    _is_host_refused(Client().get("/metrics", HTTP_HOST=POD))
+    _is_host_refused(Client().get("/metrics", HTTP_HOST=POD, HTTP_AUTHORIZATION="Bearer wrong"))
+
+
+@override_settings(ALLOWED_HOSTS=["collab.example.com"], METRICS_ENABLED=False)
+def test_metrics_off_a_pods_ip_is_refused_like_any_host():
+    _is_host_refused(Client().get("/metrics", HTTP_HOST=POD))
+
+
+def _is_host_refused(response) -> None:
+    assert response.status_code == 400
+    assert response.json() == {
+        "success": False,
+        "error": {
+            "code": "BAD_REQUEST",
+            "message": "The Host header is not allowed here.",
+            "details": {},
+        },
+    }
+
+
 @pytest.mark.parametrize(
     ("route", "template"),
     [

@@ -5,6 +5,7 @@ and task counted once, whichever process served it, and still counted once that 
 
 import glob
 import os
+import secrets
 import signal
 import threading
 from pathlib import Path
@@ -140,3 +141,27 @@ def _answers(port: int) -> bool:
         return http_get(port, "/metrics", timeout=2)[0] == 200
     except OSError:
         return False
+
+
+def test_a_production_server_answers_a_scrape_addressed_to_its_pods_ip(tmp_path):
+    """Production's settings (HTTPS redirects, a strict ALLOWED_HOSTS) behind gunicorn, scraped
+    over plain HTTP at a pod's IP, as Prometheus does on Kubernetes: the metrics answer, and
+    every other path still refuses that Host."""
+    require_services()
+    env = process_env(
+        DJANGO_SETTINGS_MODULE="collab.settings.production",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="127.0.0.1",  # what the server's readiness wait sends
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"),
+    )
+    pod = {"Host": "10.1.2.3:8000"}
+    with asgi_server(env, tmp_path) as port:
+        status, body = http_get(port, "/metrics", headers=pod)
+        assert status == 200, body
+        assert b"collab_build_info{" in body
+        for path in ("/healthz", "/v1/projects", "/metricsx"):
+            status, body = http_get(port, path, headers=pod)
+            assert status == 400 and b'"BAD_REQUEST"' in body, (path, status, body)
+        # Loopback is the reader here; another address behind a proxy is not.
+        forwarded = {**pod, "X-Forwarded-For": "203.0.113.9"}
+        assert http_get(port, "/metrics", headers=forwarded)[0] == 400

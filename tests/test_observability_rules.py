@@ -44,6 +44,7 @@ METRICS = {
     "collab_webhook_receivers_deferred_total": "counter",
     "collab_stream_subscribers": "gauge",
     "collab_stream_frames_sent_total": "counter",
+    "collab_event_hub_lag_events": "gauge",
     "collab_git_sync_duration_seconds": "histogram",
     "collab_git_sync_failures_total": "counter",
     "collab_beat_last_tick_timestamp_seconds": "gauge",

@@ -18,6 +18,7 @@ from collab.logs import ContextLogFilter
 
 from .exceptions import error_body
 from .renderers import dumps
+from .routes import route_fact
 
 logger = logging.getLogger("collab.api")
 
@@ -56,6 +57,33 @@ def credential_user(request):
         if authenticated is not None:
             return authenticated[0]
     return None
+
+
+class RouteHostMiddleware:
+    """First of all: a request whose ``Host`` ALLOWED_HOSTS does not list is still served when
+    its route's view declares ``any_host``, a check of the request, and the check passes.
+
+    Prometheus scrapes a pod by its IP, which is its ``Host`` and which no ALLOWED_HOSTS can
+    list; the metrics view declares ``any_host`` with its own readers' check (token, allowed
+    networks, loopback). For such a request the ``Host`` it sent is taken as it is, for that
+    request alone. Any other request, and one the check refuses, meets Django's validation as
+    ever (RequestIdMiddleware answers it 400). First, because whatever asks for the host first
+    (the trace's middleware does: collab/tracing.py places it right after this one) must get
+    the same answer as the view.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            request.get_host()
+        except DisallowedHost:
+            check, _arguments = route_fact(request.path_info, "any_host")
+            if check is not None and check(request):
+                host = request._get_raw_host()
+                request.get_host = lambda: host  # for this request only
+        return self.get_response(request)
 
 
 # The request id of every line logged while a request runs (collab.logs binds it on records).

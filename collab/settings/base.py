@@ -59,7 +59,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: one line per request, whatever answered it (collab/accesslog.py).
+    # Before anything asks for the Host: a route may take any (the metrics' scrape by pod IP).
+    "collab.api.middleware.RouteHostMiddleware",
+    # Outermost but that: one line per request, whatever answered it (collab/accesslog.py).
     "collab.accesslog.AccessLogMiddleware",
     # First of all: it times every answer, the other layers' refusals included.
     "collab.api.metrics.HttpMetricsMiddleware",

@@ -13,7 +13,7 @@ from django.core.mail import send_mail as django_send_mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import emails, keys, tasks
+from accounts import emails, invitation_tokens, keys, tasks
 from accounts.models import Invitation, Membership, Role, User
 from events.models import Event
 from projects.models import ProjectMember
@@ -682,8 +682,9 @@ def test_a_permanent_smtp_refusal_is_not_retried(api, world, invite, monkeypatch
 def test_an_email_a_killed_worker_lost_is_sent_again_with_a_new_token(
     api, world, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """The task carrying the token is gone with its worker: the sweep issues a new token (only
-    the hash is kept), sends it once, and the lost token, if it ever turns up, sends nothing."""
+    """The task is gone with its worker: the sweep issues a new token, sends it once, the lost
+    token no longer opens the invitation, and the lost task, if it ever turns up, sends
+    nothing."""
     lost: list[dict] = []
     monkeypatch.setattr(tasks.invitation_send_email, "delay", lambda **kw: lost.append(kw))
     with django_capture_on_commit_callbacks(execute=True):
@@ -695,6 +696,11 @@ def test_an_email_a_killed_worker_lost_is_sent_again_with_a_new_token(
         )["data"]
     [lost_task] = lost
     monkeypatch.undo()
+    invitation = Invitation.objects.get(pk=data["id"])
+    lost_token = invitation_tokens.token_recover(
+        nonce=invitation.token_nonce, token_hash=invitation.token_hash
+    )
+    assert lost_token is not None
 
     assert emails.invitations_email_sweep() == 0, "still within its grace"
     Invitation.objects.filter(pk=data["id"]).update(
@@ -705,12 +711,98 @@ def test_an_email_a_killed_worker_lost_is_sent_again_with_a_new_token(
 
     [message] = mail.outbox
     token = token_from(message)
-    assert token != lost_task["token"]
+    assert token != lost_token
     assert invitation_listed(api, world, data["id"])["email_status"] == "sent"
     tasks.invitation_send_email.delay(**lost_task)  # the lost task, late
     assert len(mail.outbox) == 1
-    assert accept(lost_task["token"]).status_code == 404
+    assert accept(lost_token).status_code == 404
     assert_ok(accept(token))
+
+
+# The token and the task's message -----------------------------------------------------------
+
+
+@pytest.fixture
+def held_tasks(monkeypatch) -> list[dict]:
+    """The email tasks queued, held as the broker holds them (not run)."""
+    held: list[dict] = []
+    monkeypatch.setattr(tasks.invitation_send_email, "delay", lambda **kw: held.append(kw))
+    return held
+
+
+def test_the_task_carries_the_invitations_id_and_no_secret(invite, world, held_tasks):
+    data = assert_ok(invite(), 201)["data"]
+
+    assert held_tasks == [{"invitation_id": data["id"]}]
+    invitation = Invitation.objects.get(pk=data["id"])
+    row = str(Invitation.objects.filter(pk=invitation.pk).values().first())
+    # The worker makes the token again from the invitation, and it opens the invitation.
+    tasks.invitation_send_email.apply(kwargs=held_tasks[0])
+    token = token_from(mail.outbox[-1])
+    assert token not in row and token not in str(held_tasks)
+    assert invitation.token_hash == keys.hash_key(token)
+    assert invitation.token_nonce, "what the worker makes it from"
+    assert_ok(accept(token))
+
+
+def test_a_task_run_twice_sends_one_email(invite, world, held_tasks):
+    data = assert_ok(invite(), 201)["data"]
+    for _ in range(2):
+        tasks.invitation_send_email.apply(kwargs={"invitation_id": data["id"]})
+    assert len(mail.outbox) == 1
+
+
+def test_the_token_survives_a_key_rotation_that_keeps_the_old_key(
+    invite, world, held_tasks, settings
+):
+    data = assert_ok(invite(), 201)["data"]
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "another-secret-key-for-the-rotation-0123456789-abcdefghij"
+    before = Invitation.objects.get(pk=data["id"]).token_hash
+
+    tasks.invitation_send_email.apply(kwargs=held_tasks[0])
+
+    token = token_from(mail.outbox[-1])
+    assert keys.hash_key(token) == before, "the token issued, made again with the old key"
+    assert_ok(accept(token))
+
+
+def test_a_token_no_key_can_make_again_is_replaced(invite, world, held_tasks, settings, caplog):
+    data = assert_ok(invite(), 201)["data"]
+    invitation = Invitation.objects.get(pk=data["id"])
+    issued = invitation_tokens.token_recover(
+        nonce=invitation.token_nonce, token_hash=invitation.token_hash
+    )
+    settings.SECRET_KEY = "another-secret-key-for-the-rotation-0123456789-abcdefghij"
+    settings.SECRET_KEY_FALLBACKS = []
+
+    with caplog.at_level(logging.WARNING, logger="collab.auth"):
+        tasks.invitation_send_email.apply(kwargs=held_tasks[0])
+
+    token = token_from(mail.outbox[-1])
+    assert token != issued
+    assert "a new one is sent" in caplog.text
+    assert accept(issued).status_code == 404
+    assert_ok(accept(token))
+
+
+def test_a_message_queued_with_its_token_before_the_change_still_sends_it(
+    invite, world, held_tasks
+):
+    """Messages in the broker at the upgrade carry the token, for invitations without a nonce."""
+    data = assert_ok(invite(), 201)["data"]
+    old_token = "an-old-random-token-0123456789-abcdefghijklm"
+    Invitation.objects.filter(pk=data["id"]).update(
+        token_nonce="", token_hash=keys.hash_key(old_token)
+    )
+
+    tasks.invitation_send_email.apply(kwargs={"invitation_id": data["id"], "token": "replaced"})
+    assert mail.outbox == [], "a token that no longer opens it is not sent"
+    tasks.invitation_send_email.apply(kwargs={"invitation_id": data["id"], "token": old_token})
+
+    [message] = mail.outbox
+    assert token_from(message) == old_token
+    assert_ok(accept(old_token))
 
 
 def test_the_sweep_leaves_sent_failed_and_expired_invitations(api, world, invite):
