@@ -163,16 +163,20 @@ def main() -> int:
             workers=2,
             threads=8,
         )
+        # The issue list with the metrics off: what the request metrics cost (metrics_on/off).
+        unmetered = Server({**environment, "METRICS_ENABLED": "0"}, workers=2, threads=8)
         celery = workers(environment)
-        processes += [server, limited, *celery]
+        processes += [server, limited, unmetered, *celery]
         for process in processes:
             process.start()
         server.wait_ready(timeout=60)
         limited.wait_ready(timeout=60)
+        unmetered.wait_ready(timeout=60)
         for worker in celery:
             worker.wait_ready()
-        bases = {"api": server.base, "limited": limited.base}
+        bases = {"api": server.base, "limited": limited.base, "unmetered": unmetered.base}
         measure_requests(args, load, cases, bases, token)
+        unmetered.stop()
         results["webhooks"] = measure_webhooks(args, server, writes["id"], token)
         server.stop()
         limited.stop()
@@ -417,6 +421,7 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
     cases.append(case("users/me limiter on", ["/v1/users/me"], server="limited"))
     list_path = f"/v1/projects/{small}/issues?status=open&per_page=50"
     cases.append(case("list small p1 limiter on", [list_path], server="limited"))
+    cases.append(case("list small p1 metrics off", [list_path], server="unmetered"))
     return cases
 
 
@@ -959,6 +964,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
             / by_name["users/me"]["load"]["requests_per_second"],
             2,
         ),
+        "metrics_on/off": ratio("list small p1", "list small p1 metrics off"),
         "limiter_on/off list": round(
             by_name["list small p1 limiter on"]["load"]["requests_per_second"]
             / by_name["list small p1"]["load"]["requests_per_second"],
@@ -1058,7 +1064,8 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"webhooks/s={figures['webhooks/s']} "
         f"stream_p99_ms={figures['stream_p99_ms']} "
         f"filters1M/filters10k={ratios['filters1M/filters10k']:.2f} ({worst_filter[7:]}) "
-        f"search1M={figures['search1M']:.1f}"
+        f"search1M={figures['search1M']:.1f} "
+        f"metrics_on/off={ratios['metrics_on/off']:.2f}"
     )
 
 

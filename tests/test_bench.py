@@ -23,7 +23,8 @@ LAST_LINE = re.compile(
     r"metrics1M/metrics10k=(\d+\.\d\d) create/bare=(\d+\.\d\d) "
     r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
     r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+) "
-    r"filters1M/filters10k=(\d+\.\d\d) \(([a-z_]+(?: \+status)?)\) search1M=(\d+\.\d)$"
+    r"filters1M/filters10k=(\d+\.\d\d) \(([a-z_]+(?: \+status)?)\) search1M=(\d+\.\d) "
+    r"metrics_on/off=(\d+\.\d\d)$"
 )
 FILTERS = ("type", "priority", "assignee", "labels", "q", "created_after", "updated_after")
 MEASUREMENTS = {
@@ -54,6 +55,7 @@ MEASUREMENTS = {
     "users/me",
     "users/me limiter on",
     "list 200 p1 limiter on",
+    "list 200 p1 metrics off",
     "search 1k",
     *(
         f"filter {name}{status} {size}"
@@ -128,10 +130,11 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "create/bare",
         "create/bare_create",
         "patch/bare_patch",
+        "metrics_on/off",
         "thread10k/thread10",
     }
     # The ratios on the last line are the JSON's.
-    *numbers, worst, search = LAST_LINE.match(last).groups()
+    *numbers, worst, search, metrics_on_off = LAST_LINE.match(last).groups()
     shown = [float(value) for value in numbers]
     ratios = report["ratios"]
     assert shown == [
@@ -154,6 +157,7 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
     assert set(costs) == {f"{name}{status}" for name in FILTERS for status in ("", " +status")}
     assert costs[worst] == max(costs.values()) == ratios["filters1M/filters10k"]
     assert float(search) == report["figures"]["search1M"] > 0
+    assert float(metrics_on_off) == ratios["metrics_on/off"] > 0
     assert report["figures"]["bulk_create/s"] >= 100  # each request writes 100 issues
 
 
