@@ -11,7 +11,7 @@ from collab.api.ratelimit import OwnBudget
 from collab.api.viewsets import ApiViewSet
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
-from . import records, selectors, services
+from . import git, records, selectors, services
 from .filters import PullRequestFilter
 from .models import PullRequest, Repository
 from .serializers import (
@@ -167,6 +167,12 @@ class RepositoryPullViewSet(RepositoryMixin, ProjectAccessViewSet):
         page = self.paginate_queryset(pulls)
         return self.get_paginated_response([records.pull_request_record(p) for p in page])
 
+    def locks_before_transaction(self):
+        # Opening one reads the repository's mirror under its lock, then writes.
+        if self.action != "create":
+            return []
+        return [git.mirror_lock(self.get_repository().pk)]
+
     @extend_schema(
         request=PullRequestInputSerializer, responses={201: PullRequestSerializer, 409: CONFLICT}
     )
@@ -193,6 +199,12 @@ class PullRequestViewSet(PullRequestMixin, ProjectAccessViewSet):
 
     scope_group = "projects"
     queryset = PullRequest.objects.none()
+
+    def locks_before_transaction(self):
+        # A merge fetches, merges and pushes under the repository's lock, then writes.
+        if self.action != "merge":
+            return []
+        return [git.mirror_lock(self.get_pull(self.kwargs["pk"], ability=WRITE).repository_id)]
 
     @extend_schema(responses={200: PullRequestSerializer})
     def retrieve(self, request, pk=None):

@@ -6,6 +6,8 @@ contract's delete body, pages). The tenancy on top of it (a project resolved onc
 gate) is the projects app's: ``projects.viewsets``.
 """
 
+from contextlib import AbstractContextManager, ExitStack
+
 from django.db import IntegrityError
 from django.http import Http404
 from django_filters.filterset import FilterSet
@@ -45,8 +47,21 @@ class ApiViewSet(viewsets.GenericViewSet):
         if any(isinstance(value, str) and not is_id(value) for value in kwargs.values()):
             raise Http404
         self._idempotency = None
+        self._held = ExitStack()
+        for lock in self.locks_before_transaction():
+            self._held.enter_context(lock)
         if request.method == "POST" and request.user is not None:
             self._idempotency = idempotency_begin(request)
+
+    def locks_before_transaction(self) -> list[AbstractContextManager]:
+        """Locks the action's work takes before it writes, taken here before the request's own
+        transaction opens (an Idempotency-Key's) and held until it has ended.
+
+        The order is the workers': lock, then transaction. Taken inside the request's
+        transaction instead, such a lock would come after SQLite's write lock (taken for the
+        whole database at BEGIN IMMEDIATE), while a worker holding the lock waits for that
+        write lock: each would wait for the other until the busy timeout."""
+        return []
 
     def handle_exception(self, exc):
         if isinstance(exc, IdempotentReplay):
@@ -82,6 +97,9 @@ class ApiViewSet(viewsets.GenericViewSet):
             if claim is not None:
                 self._idempotency = None
                 idempotency_abort(claim)
+            held = getattr(self, "_held", None)
+            if held is not None:
+                held.close()
 
     def required_scope(self) -> str | None:
         if self.action is None and not hasattr(self, self.request.method.lower()):

@@ -1,31 +1,40 @@
 """Schemathesis as a client author runs it: the ``st`` command against a live server on the
-embedded default (SQLite, no Redis), every check, every phase including the stateful one,
-a fixed seed and 25 examples per operation (the stateful phase has its own bound, in the
-config). Any finding fails the test with schemathesis's own report. What the schema cannot
-state is configured, with its reason, in ``tests/fuzz/schemathesis.toml``.
+embedded default (SQLite, no Redis) with a worker beside it, as ``./run`` starts them, every
+check, every phase including the stateful one, a fixed seed and 25 examples per operation (the
+stateful phase has its own bound, in the config). Any finding fails the test with
+schemathesis's own report. What the schema cannot state is configured, with its reason, in
+``tests/fuzz/schemathesis.toml`` and ``tests/fuzz/hooks.py``.
 
 The in-process suite (tests/api/test_schemathesis.py) steers requests onto a known world;
 this one starts from an empty service, as ``./run`` leaves it, and finds its own way: the
 stateful phase follows the schema's links (collab/api/schema_links.py) from what it creates
-to the operations on it. Its NDJSON report is read back to hold that links are followed and
-that the operations under a create are reached with a real resource (an answer that found
-it: ``FOUND``), but for those listed, with the reason, in ``UNREACHABLE``. Whether a link
-leads to what it names is checked by schemathesis itself (ensure_resource_availability,
-use_after_free) and, link by link, by tests/api/test_schema_promises.py.
+to the operations on it. What no generator can draw, the test makes and gives it (the hooks
+put it in the stateful phase's requests): a git origin to register as a repository, with
+branches to open pull requests between; a webhook receiver on 127.0.0.1; a second user of the
+workspace, to add to a project and whose JWT manages keys (an API key, the run's credential,
+cannot). The worker runs the syncs a repository's pull requests need, and the deliveries.
+
+The NDJSON report is read back to hold that links are followed and that the operations under a
+create are reached with a real resource (an answer that found it: ``FOUND``), but for those
+listed, with the reason, in ``UNREACHABLE``. Whether a link leads to what it names is checked by
+schemathesis itself (ensure_resource_availability, use_after_free) and, link by link, by
+tests/api/test_schema_promises.py.
 """
 
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests import liveserver
-from tests.liveserver import ROOT, asgi_server, http_get, manage
+from tests.liveserver import ROOT, asgi_server, celery_worker, http_get, manage
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES = os.environ.get("COLLAB_FUZZ_EXAMPLES", "25")
@@ -33,60 +42,30 @@ SEED = os.environ.get("COLLAB_FUZZ_SEED", "1")
 
 pytestmark = [pytest.mark.slow(seconds=140), pytest.mark.live, pytest.mark.fuzz]
 
-# Operations a create links to that no generated request can give a real resource here.
-_REPOSITORY = (
-    "a repository's clone URL must be a git remote this server can fetch, which no generated "
-    "URL is (422): no repository, and so no pull request, exists to reach"
-)
-_WEBHOOK = (
-    "a webhook's URL must name a host that resolves, which no generated URL does (422): no "
-    "webhook, and so no delivery, exists to reach"
-)
-_KEYS = "key management refuses API keys, the run's credential (403)"
-UNREACHABLE = {
-    "GET /v1/api-keys/{id}": _KEYS,
-    "DELETE /v1/api-keys/{id}": _KEYS,
-    "DELETE /v1/projects/{id}/members/{user_id}": "adding a member takes another user of the "
-    "workspace, and the run has one user, who created the project (and is its member already)",
-    **dict.fromkeys(
-        [
-            "GET /v1/repositories/{id}",
-            "DELETE /v1/repositories/{id}",
-            "GET /v1/repositories/{id}/branches",
-            "GET /v1/repositories/{id}/commits",
-            "POST /v1/repositories/{id}/sync",
-            "GET /v1/repositories/{repository_id}/pulls",
-            "POST /v1/repositories/{repository_id}/pulls",
-            "POST /v1/repositories/{repository_id}/push",
-            "GET /v1/pulls/{id}",
-            "PATCH /v1/pulls/{id}",
-            "POST /v1/pulls/{id}/merge",
-            "GET /v1/pulls/{pull_id}/comments",
-            "POST /v1/pulls/{pull_id}/comments",
-            "GET /v1/pulls/{pull_id}/reviews",
-            "POST /v1/pulls/{pull_id}/reviews",
-        ],
-        _REPOSITORY,
-    ),
-    **dict.fromkeys(
-        [
-            "GET /v1/webhooks/{id}",
-            "PATCH /v1/webhooks/{id}",
-            "DELETE /v1/webhooks/{id}",
-            "GET /v1/webhooks/{id}/deliveries",
-            "POST /v1/webhooks/{id}/ping",
-            "GET /v1/webhooks/{id}/deliveries/{delivery_id}",
-            "POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver",
-        ],
-        _WEBHOOK,
-    ),
+# The second user: their JWT manages keys (tests/fuzz/schemathesis.toml), and projects add them.
+KEY_KEEPER = "keeper@example.test"
+# The pull requests the stateful phase opens (tests/fuzz/hooks.py): branches of the origin
+# fixture (tests/conftest.py) that main does not contain, into main.
+PULLS = "feature:main conflict:main docs:main"
+# The creates given what no generator can draw (the JWT, the hooks): each must make something
+# (a push notification, signed, is accepted: 202), or what they lead to goes unreached.
+STEERED = {
+    "POST /v1/api-keys": 201,
+    "POST /v1/projects/{id}/members": 201,
+    "POST /v1/projects/{project_id}/repositories": 201,
+    "POST /v1/projects/{project_id}/webhooks": 201,
+    "POST /v1/repositories/{repository_id}/pulls": 201,
+    "POST /v1/repositories/{repository_id}/push": 202,
 }
+# Operations a create links to that the run cannot reach with a real resource, with the reason:
+# none since the test gives the run what it could not draw.
+UNREACHABLE: dict[str, str] = {}
 # What the stateful phase must at least do. Its steps are drawn at random, and what a server
-# answers (its identifiers, its timing) changes the draws that follow: with this seed and
-# bound it followed 37 to 39 of the schema's links and reached 32 to 36 of the 39 operations
-# that have a create and are not listed above; the floors leave room for that.
-LINKS_FOLLOWED_AT_LEAST = 25
-REACHED_AT_LEAST = 26
+# answers (its identifiers) changes the draws that follow: with this seed and bound it followed
+# 64 of the schema's links and reached 56 of the 64 operations that have a create, run after
+# run (the other 8 in runs with other draws); the floors leave room for other draws.
+LINKS_FOLLOWED_AT_LEAST = 50
+REACHED_AT_LEAST = 46
 # Answers that say the operation found what its path names: any success, and the refusals
 # made on the state or the body of a resource that exists (a 400 or a 404 may come before).
 FOUND = {409, 412, 422}
@@ -95,26 +74,48 @@ FOUND = {409, 412, 422}
 def embedded_env(data_dir: Path) -> dict[str, str]:
     """The environment of ``./run``, in a data directory of the test's own. The limiter is on
     (so every answer carries its headers) with budgets no run reaches; an event stream ends
-    after a quarter of a second, as a client with a short read timeout would leave it."""
+    after a quarter of a second, as a client with a short read timeout would leave it; a JWT
+    outlives the run (its timeout)."""
     return liveserver.embedded_env(
         data_dir,
         RATE_LIMIT_ENABLED="1",
         RATE_LIMIT_STANDARD="1000000",
         RATE_LIMIT_ANONYMOUS="1000000",
         EVENT_STREAM_MAX_SECONDS="0.25",
+        JWT_ACCESS_TOKEN_MINUTES="30",
     )
 
 
-def test_every_check_every_phase_finds_nothing(tmp_path):
+def test_every_check_every_phase_finds_nothing(tmp_path, origin, receiver):
     env = embedded_env(tmp_path / "data")
     manage(env, "migrate", "--noinput", "-v0")
     announced = manage(env, "bootstrap", "--port", "8000")
     key = re.search(r"clb_\w+", announced)
     assert key, announced
+    password = secrets.token_urlsafe(18)
+    keeper = manage(
+        env, "create_user", "--email", KEY_KEEPER, "--password", password, "--workspace", "Default"
+    )
+    member = re.search(r"\(id (\d+)\)", keeper)
+    assert member, keeper
     report_path = tmp_path / "report.ndjson"
-    with asgi_server(env, tmp_path, workers=2) as port:
+    # A worker without beat (./run's has one): no operation is reached through a periodic
+    # task, and they would only add to the run's time.
+    with asgi_server(env, tmp_path, workers=2) as port, celery_worker(env, tmp_path, beat=False):
         status, document = http_get(port, "/v1/schema?format=json")
         assert status == 200
+        signed_in = httpx.post(
+            f"http://127.0.0.1:{port}/v1/auth/login",
+            json={"email": KEY_KEEPER, "password": password},
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        steering = {
+            "COLLAB_FUZZ_ACCESS_TOKEN": signed_in.json()["data"]["access_token"],
+            "COLLAB_FUZZ_ORIGIN": str(origin.path),
+            "COLLAB_FUZZ_PULLS": PULLS,
+            "COLLAB_FUZZ_RECEIVER": receiver.url,
+            "COLLAB_FUZZ_MEMBER": member.group(1),
+        }
         run = subprocess.run(  # noqa: S603 - our own command, fixed arguments
             [
                 str(Path(sys.executable).with_name("st")),
@@ -137,7 +138,7 @@ def test_every_check_every_phase_finds_nothing(tmp_path):
                 str(report_path),
             ],
             cwd=tmp_path,  # where schemathesis keeps its cache of the run
-            env={**env, "PYTHONPATH": str(ROOT)},
+            env={**env, "PYTHONPATH": str(ROOT), **steering},
             capture_output=True,
             text=True,
             timeout=1100,
@@ -149,6 +150,8 @@ def test_every_check_every_phase_finds_nothing(tmp_path):
     assert "Stateful" in report and "Fuzzing" in report and "Coverage" in report
 
     calls = stateful_calls(report_path)
+    unmade = {op for op, made in STEERED.items() if made not in {s for s, _ in calls.get(op, [])}}
+    assert not unmade, unmade
     created = link_targets(json.loads(document), methods={"post"})
     assert set(UNREACHABLE) <= created, set(UNREACHABLE) - created
     followed = {link for steps in calls.values() for _status, link in steps if link}

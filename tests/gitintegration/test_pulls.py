@@ -2,6 +2,9 @@
 merges checked with git in the origin afterwards, conflicts, merges done outside the service,
 closing keywords."""
 
+import threading
+import uuid
+
 import pytest
 
 from events.models import Event
@@ -414,6 +417,54 @@ def test_unknown_merge_methods_are_422(api, synced, body):
     response = api.developer.post(f"/v1/pulls/{pull['id']}/merge", body, format="json")
     error = assert_error(response, 422, "VALIDATION_ERROR")
     assert "method" in error["details"]
+
+
+@pytest.mark.parametrize("action", ["open", "merge"])
+def test_the_repository_is_locked_before_an_idempotent_requests_transaction(
+    api, synced, monkeypatch, action
+):
+    """A sync (a worker) takes the repository's lock, then writes. Opening and merging take
+    the same lock; with an Idempotency-Key the request runs in a transaction of its own, which
+    on SQLite holds the database's write lock from its start. Taken inside it, the repository's
+    lock would wait for the sync while the sync waits for the write lock, both until the busy
+    timeout: the lock is taken first, and held until the transaction has ended."""
+    from collab.api import viewsets
+    from gitintegration import git as mirrors_git
+
+    if action == "merge":
+        pull = assert_ok(open_pull(api.developer, synced), 201)["data"]
+        path, body, status = f"/v1/pulls/{pull['id']}/merge", {"method": "merge"}, 200
+    else:
+        path, body, status = (
+            f"/v1/repositories/{synced.pk}/pulls",
+            {
+                "title": "Feature",
+                "head": "feature",
+                "base": "main",
+            },
+            201,
+        )
+    taken = threading.Event()
+
+    def take_the_lock():  # as a sync would, from another thread
+        with mirrors_git.mirror_lock(synced.pk):
+            taken.set()
+
+    other = threading.Thread(target=take_the_lock, daemon=True)
+    claimed = viewsets.idempotency_begin
+    free_at_the_claim: list[bool] = []
+
+    def claim(request):
+        other.start()
+        free_at_the_claim.append(taken.wait(0.3))
+        return claimed(request)
+
+    monkeypatch.setattr(viewsets, "idempotency_begin", claim)
+    response = api.developer.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert_ok(response, status)
+    assert free_at_the_claim == [False]
+    other.join(timeout=10)
+    assert taken.is_set()  # released with the request
 
 
 # Merges done outside ----------------------------------------------------------------------
