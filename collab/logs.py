@@ -247,6 +247,10 @@ def logging_config(*, log_format: str = "console", level: str = "INFO") -> dict[
             # same request would be a second one.
             "uvicorn.access": {"handlers": [], "propagate": False},
             "uvicorn.error": {"handlers": [], "propagate": True},
+            # The Markdown parser traces every rule it tries at every line at DEBUG: with
+            # LOG_LEVEL=DEBUG that was thousands of lines a comment, and so slow that every
+            # render ran past its budget and fell back to plain text.
+            "markdown_it": {"level": "INFO"},
         },
     }
 

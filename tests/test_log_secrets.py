@@ -81,14 +81,16 @@ def captured(caplog):
         handler.addFilter(ContextLogFilter())
         handlers.append(handler)
     root = logging.getLogger()
-    levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
     root_level = root.level
+    # Before the levels change: caplog puts back at its end the root's level it finds now (set
+    # after them, it found DEBUG, and left every later test of the worker logging at DEBUG).
+    caplog.set_level(logging.DEBUG)
+    levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
     for name in levels:
         logging.getLogger(name).setLevel(logging.DEBUG)
     root.setLevel(logging.DEBUG)
     for handler in handlers:
         root.addHandler(handler)
-    caplog.set_level(logging.DEBUG)
     # Django logs SQL (django.db.backends) only with DEBUG on, which production refuses;
     # forced here so a parameter holding a secret would show.
     forced = connection.force_debug_cursor

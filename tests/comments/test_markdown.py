@@ -1,6 +1,7 @@
 """What a comment body costs to render: bounded, whatever its shape (comments.markdown)."""
 
 import gc
+import logging
 import time
 
 import pytest
@@ -63,17 +64,27 @@ def test_a_body_past_the_budget_still_mentions(settings):
     assert markdown.mentions("[" * 60_000 + " @alice") == ["alice"]
 
 
+ORDINARY = (
+    "Reproduced on **staging** with `make test`; see [the log](https://example.com/log).\n"
+    "\n- one\n- two with *emphasis*\n\n"
+) * 143  # 16 KiB
+
+
 def test_an_ordinary_long_body_renders_as_markdown():
-    paragraph = (
-        "Reproduced on **staging** with `make test`; see [the log](https://example.com/log).\n"
-        "\n- one\n- two with *emphasis*\n\n"
-    )
-    body = paragraph * (16_384 // len(paragraph))
+    html = markdown.render(ORDINARY)
 
-    html = markdown.render(body)
+    assert html.count("<strong>staging</strong>") == ORDINARY.count("**staging**")
+    assert html.count("<li>") == ORDINARY.count("\n- ")
 
-    assert html.count("<strong>staging</strong>") == body.count("**staging**")
-    assert html.count("<li>") == body.count("\n- ")
+
+def test_an_ordinary_body_renders_as_markdown_with_the_service_logging_at_debug(caplog):
+    """LOG_LEVEL=DEBUG: the parser's trace of every rule at every line stays out (at INFO by
+    the service's logging), or it costs each render its whole budget."""
+    caplog.set_level(logging.DEBUG)
+
+    html = markdown.render(ORDINARY)
+
+    assert html.count("<strong>staging</strong>") == ORDINARY.count("**staging**")
 
 
 def test_a_garbage_collection_during_a_render_is_not_charged_to_it(settings):
