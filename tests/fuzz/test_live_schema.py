@@ -40,7 +40,13 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES = os.environ.get("COLLAB_FUZZ_EXAMPLES", "25")
 SEED = os.environ.get("COLLAB_FUZZ_SEED", "1")
 
-pytestmark = [pytest.mark.slow(seconds=140), pytest.mark.live, pytest.mark.fuzz]
+# Its lane runs for minutes on purpose (./test): its own ceiling, above the suite's (pyproject.toml).
+pytestmark = [
+    pytest.mark.slow(seconds=140),
+    pytest.mark.live,
+    pytest.mark.fuzz,
+    pytest.mark.timeout(1200),
+]
 
 # The second user: their JWT manages keys (tests/fuzz/schemathesis.toml), and projects add them.
 KEY_KEEPER = "keeper@example.test"
