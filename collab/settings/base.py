@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "search",
     "notifications",
     "analytics",
+    "transfer",
     "demo",
     # After every migrate: foreign keys delete in the database too (collab.db.cascades).
     "collab.apps.CollabConfig",
