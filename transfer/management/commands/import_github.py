@@ -67,7 +67,9 @@ class Command(BaseCommand):
             if kind not in bars:
                 for bar in bars.values():
                     bar.close()
-                bars[kind] = tqdm(desc=kind, unit="", disable=quiet, file=self.stderr._out)
+                bars[kind] = tqdm(
+                    desc=kind, unit=kind.removesuffix("s"), disable=quiet, file=self.stderr._out
+                )
             bars[kind].update()
 
         try:
