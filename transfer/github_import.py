@@ -109,6 +109,7 @@ class GithubImport:
         self.people: dict[str, User | None] = {}
         self.label_names: dict[int, str] = {}  # GitHub label id -> the label's name here
         self.issue_ids: dict[int, int] = {}  # GitHub number -> the issue's id here
+        self.assignable: dict[int, bool] = {}  # user id -> may be assigned in the project
 
     def run(self) -> ImportReport:
         # Read first: a repository that is not there (or not visible) writes nothing.
@@ -146,7 +147,13 @@ class GithubImport:
         people = item.get("assignees") or ([item["assignee"]] if item.get("assignee") else [])
         for person in people:
             user = self._person(person)
-            if user is not None and assignee_id_allowed(project=self.project, user_id=user.pk):
+            if user is None:
+                continue
+            if user.pk not in self.assignable:
+                self.assignable[user.pk] = assignee_id_allowed(
+                    project=self.project, user_id=user.pk
+                )
+            if self.assignable[user.pk]:
                 return user.pk
         return None
 
@@ -246,8 +253,9 @@ class GithubImport:
         kind = GithubLink.Kind.ISSUE
         if item.get("pull_request") is not None:
             self.report.pull_requests += 1
+        # A link's issue is there: deleting it here deletes the link (a cascade).
         link = links.rows.get(github_id)
-        if link is not None and Issue.objects.filter(pk=link[1]).exists():
+        if link is not None:
             self.issue_ids[number] = link[1]
             if link[2] == updated_at:
                 self.report.unchanged[kind] += 1
@@ -323,11 +331,11 @@ class GithubImport:
         kind = GithubLink.Kind.COMMENT
         updated_at = _time(item.get("updated_at"))
         link = links.rows.get(github_id)
-        comment = Comment.objects.filter(pk=link[1]).first() if link else None
-        if link is not None and comment is not None:
+        if link is not None:
             if link[2] == updated_at:
                 self.report.unchanged[kind] += 1
                 return
+            comment = Comment.objects.get(pk=link[1])
             author = self._person(item.get("user"))
             body = self._comment_body(item, author)
             with transaction.atomic():
