@@ -12,7 +12,7 @@ from accounts.models import User
 from comments.models import Comment, Mention
 from events.models import Event
 from issues.models import Issue, IssueHistory, IssueSequence, IssueStatusCount, Label
-from issues.services import label_create
+from issues.services import issue_delete, issue_update, label_create
 from tests.conftest import assert_ok
 from tests.factories import UserFactory, make_issue
 from transfer.models import GithubLink
@@ -396,3 +396,20 @@ def test_a_link_to_another_server_is_not_followed(github, people):
 def test_bad_arguments_are_clear_errors(db, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("import_github", *args, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_edits_here_stay_until_github_changes_and_a_deleted_issue_comes_back(github, people):
+    project = people.project
+    run(github, project)
+    issue_update(issue=issue(project, 1), actor=people.owner, title="Renamed here")
+    issue_delete(issue=issue(project, 5), actor=people.owner)
+
+    out, _ = run(github, project)
+
+    # Unchanged on GitHub since: the edit made here stays.
+    assert issue(project, 1).title == "Renamed here"
+    # Deleted here: brought in again, under a number the deleted one never held.
+    again = Issue.objects.get(project=project, title="Document the abort sequence")
+    assert again.number == 7
+    assert GithubLink.objects.filter(project=project, kind="issue", issue=again).count() == 1
+    assert "issues: 1 created, 0 updated, 4 unchanged" in out
