@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import User
 from collab.api.exceptions import ValidationFailed
@@ -272,8 +273,9 @@ class GithubImport:
             (self.report.updated if changed else self.report.unchanged)[kind] += 1
             return
         fields = self._fields(item, label_links)
-        created_at = _time(item.get("created_at")) or _time(item.get("updated_at"))
-        assert created_at is not None and updated_at is not None  # GitHub always sends both
+        # GitHub sends both times; a record without them is dated now rather than refused.
+        created_at = _time(item.get("created_at")) or updated_at or timezone.now()
+        updated_at = updated_at or created_at
         with transaction.atomic():
             issue = issue_import(
                 project=self.project,
