@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urljoin
 
@@ -181,10 +182,11 @@ class GithubClient:
     def _limit_message(self, response: urllib3.BaseHTTPResponse, wait: float) -> str:
         limit = response.headers.get("x-ratelimit-limit")
         of = f" of {limit} requests an hour" if limit else ""
+        until = datetime.fromtimestamp(self.clock() + wait, UTC).strftime("%Y-%m-%d %H:%M:%S")
         return (
-            f"GitHub's rate limit{of} is spent for another {wait:.0f} s, longer than the wait "
-            f"allowed ({self.max_wait:.0f} s in all; --max-wait raises it). Run the import "
-            "again later: it carries on where it stopped."
+            f"GitHub's rate limit{of} is spent until {until} UTC, {wait:.0f} s from now: longer "
+            f"than the wait allowed ({self.max_wait:.0f} s in all; --max-wait raises it). Run "
+            "the import again then: it carries on where it stopped."
         )
 
     def _error(self, url: str, response: urllib3.BaseHTTPResponse) -> GithubError:

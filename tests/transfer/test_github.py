@@ -324,7 +324,8 @@ def test_a_retry_after_is_honoured(github, people):
 def test_a_rate_limit_past_the_allowed_wait_fails_clearly(github, people):
     project = people.project
     github.limit_once(f"/repos/{OWNER_REPO}", reset_in=3600)
-    with pytest.raises(CommandError, match=r"rate limit of 5000 requests an hour is spent"):
+    spent = r"rate limit of 5000 requests an hour is spent until \d{4}-\d\d-\d\d [\d:]{8} UTC"
+    with pytest.raises(CommandError, match=spent):
         run(github, project, "--max-wait", "5")
     assert len(github.hits(f"/repos/{OWNER_REPO}")) == 1
     assert snapshot(project)["issues"] == 0

@@ -68,7 +68,10 @@ class Command(BaseCommand):
                 for bar in bars.values():
                     bar.close()
                 bars[kind] = tqdm(
-                    desc=kind, unit=kind.removesuffix("s"), disable=quiet, file=self.stderr._out
+                    desc=kind,
+                    unit=" " + kind.removesuffix("s"),
+                    disable=quiet,
+                    file=self.stderr._out,
                 )
             bars[kind].update()
 
