@@ -205,16 +205,21 @@ def _repositories_bundle(
         with git.mirror_lock(repository_id):
             if not (mirror / "HEAD").is_file():
                 continue  # never fetched (still pending): its next sync makes it
-            if not git.branch_names(mirror):
-                continue  # an empty origin: a bundle cannot be empty
-            member = f"git/{repository_id}.bundle"
-            (folder / "git").mkdir(exist_ok=True)
-            git.run(
-                ["bundle", "create", "--quiet", str(folder / member), "--all"],
-                cwd=mirror,
-                timeout=GIT_TIMEOUT_SECONDS,
-            )
-            head = git.run(["symbolic-ref", "--quiet", "HEAD"], cwd=mirror, check=False)
+            try:
+                if not git.branch_names(mirror):
+                    continue  # an empty origin: a bundle cannot be empty
+                member = f"git/{repository_id}.bundle"
+                (folder / "git").mkdir(exist_ok=True)
+                git.run(
+                    ["bundle", "create", "--quiet", str(folder / member), "--all"],
+                    cwd=mirror,
+                    timeout=GIT_TIMEOUT_SECONDS,
+                )
+                head = git.run(["symbolic-ref", "--quiet", "HEAD"], cwd=mirror, check=False)
+            except git.GitError as error:
+                raise BackupError(
+                    f"git could not bundle repository {repository_id}: {error}"
+                ) from None
             entry["member"] = member
             entry["head"] = head.stdout.strip() or None
     return repositories
@@ -362,16 +367,21 @@ def _repositories_restore(
         bundle = _member_path(source, repository["member"])
         temporary = storage / f".{repository_id}.git.restoring"
         shutil.rmtree(temporary, ignore_errors=True)
-        git.run(["init", "--bare", "--quiet", str(temporary)])
-        git.run(
-            ["fetch", "--quiet", "--no-tags", str(bundle.resolve()), "+refs/*:refs/*"],
-            cwd=temporary,
-            timeout=GIT_TIMEOUT_SECONDS,
-            # A bundle is a local file: git's file transport, whatever remotes may use.
-            extra_env={"GIT_ALLOW_PROTOCOL": "file"},
-        )
-        if repository["head"]:
-            git.run(["symbolic-ref", "HEAD", repository["head"]], cwd=temporary)
+        try:
+            git.run(["init", "--bare", "--quiet", str(temporary)])
+            git.run(
+                ["fetch", "--quiet", "--no-tags", str(bundle.resolve()), "+refs/*:refs/*"],
+                cwd=temporary,
+                timeout=GIT_TIMEOUT_SECONDS,
+                # A bundle is a local file: git's file transport, whatever remotes may use.
+                extra_env={"GIT_ALLOW_PROTOCOL": "file"},
+            )
+            if repository["head"]:
+                git.run(["symbolic-ref", "HEAD", repository["head"]], cwd=temporary)
+        except git.GitError as error:
+            raise BackupError(
+                f"git could not restore repository {repository_id}: {error}"
+            ) from None
         temporary.rename(storage / f"{repository_id}.git")
 
 
