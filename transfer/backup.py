@@ -250,6 +250,15 @@ def backup_verify(*, source: Path) -> dict[str, Any]:
             f"{manifest.get('collab_version', '?')}; this Collab ({__version__}) reads format "
             f"{FORMAT} and older. Restore it with that version of Collab or a newer one."
         )
+    made_by = manifest.get("collab_version")
+    made = _version(made_by) if isinstance(made_by, str) else None
+    if made is None:
+        raise BackupError(f"{MANIFEST} does not say which version of Collab made it.")
+    if made > (_version(__version__) or ()):
+        raise BackupError(
+            f"The backup was made by Collab {made_by}; this is Collab {__version__}, which may "
+            f"not know its database's schema. Restore it with Collab {made_by} or a newer one."
+        )
     members = manifest.get("members")
     if not isinstance(members, dict):
         raise BackupError(f"{MANIFEST} lists no members.")
@@ -418,6 +427,14 @@ def _pages_reporter(progress: Progress) -> Callable[[int, int, int], None]:
             progress(f"database: {percent}% ({done} of {total} pages)")
 
     return report
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    """``1.2.0`` as ``(1, 2, 0)``; None for anything else."""
+    parts = text.split(".")
+    if not all(part.isdigit() for part in parts):
+        return None
+    return tuple(int(part) for part in parts)
 
 
 def _sha256(path: Path) -> str:

@@ -231,6 +231,13 @@ def test_a_newer_format_is_refused(made, tmp_path, settings):
     restore_refused(made, tmp_path, settings, f"in format {FORMAT + 1}.*reads format {FORMAT}")
 
 
+def test_a_backup_of_a_newer_collab_is_refused(made, tmp_path, settings):
+    manifest = json.loads((made / MANIFEST).read_text())
+    manifest["collab_version"] = "99.0.0"
+    (made / MANIFEST).write_text(json.dumps(manifest))
+    restore_refused(made, tmp_path, settings, "made by Collab 99.0.0; this is Collab")
+
+
 @pytest.mark.parametrize("text", [None, "{not json", '{"kind": "something else"}'])
 def test_a_folder_without_a_manifest_of_a_backup_is_refused(made, tmp_path, settings, text):
     if text is None:

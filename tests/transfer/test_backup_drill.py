@@ -22,7 +22,7 @@ from notifications.crypto import secret_decrypt
 from tests.gitorigin import git
 from tests.liveserver import Worker, asgi_server, embedded_env, free_port, manage, wait_until
 
-pytestmark = [pytest.mark.slow(seconds=150), pytest.mark.live]
+pytestmark = [pytest.mark.slow(seconds=120), pytest.mark.live]
 
 ADMIN = "admin@collab.localhost"
 HOOK_SECRET = "the-drill-webhook-secret"
