@@ -181,6 +181,7 @@ def _database_copy(*, source: Path, target: Path, progress: Progress) -> int:
         check = copy.execute("PRAGMA quick_check").fetchone()[0]
     if check != "ok":
         raise BackupError(f"The copy of the database failed its check: {check}")
+    os.chmod(target, 0o600)  # password hashes and key digests: the owner's alone
     return pages
 
 

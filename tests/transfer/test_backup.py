@@ -97,6 +97,7 @@ def test_a_backup_holds_the_database_the_repositories_the_keys_and_their_checksu
     with closing(sqlite3.connect(made / "database.sqlite3")) as db:
         assert db.execute("SELECT count(*) FROM note").fetchone() == (2000,)
     assert made.stat().st_mode & 0o077 == 0, "a backup holds secrets: its owner's alone"
+    assert (made / "database.sqlite3").stat().st_mode & 0o077 == 0
 
 
 def test_a_restore_brings_back_the_same_database_repositories_and_keys(
