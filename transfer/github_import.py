@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
@@ -38,7 +38,7 @@ from issues.selectors import assignee_id_allowed
 from issues.services import issue_import, issue_update, label_create, label_update
 from projects.models import Project
 
-from .github import GithubClient, GithubNotFound
+from .github import GithubClient, GithubError, GithubNotFound
 from .models import GithubLink
 
 SOURCE = "github"
@@ -379,6 +379,15 @@ def github_import(
     what was created, updated and left unchanged. A GithubError (the repository is not there,
     the token is refused, the rate limit is spent for too long) stops it: what was brought in
     before stays, each record whole, and a run again carries on."""
-    return GithubImport(
-        client=client, repository=repository, project=project, progress=progress
-    ).run()
+    try:
+        return GithubImport(
+            client=client, repository=repository, project=project, progress=progress
+        ).run()
+    except IntegrityError as exc:
+        # Each record comes in once (GithubLink's unique constraint): a second import of the
+        # same repository into the same project, at the same time, stops on the first record
+        # the other brought in first.
+        raise GithubError(
+            f"another import into project {project.pk} brought the same records in at the same "
+            "time; run this one again once it has finished."
+        ) from exc

@@ -15,6 +15,8 @@ from issues.models import Issue, IssueHistory, IssueSequence, IssueStatusCount, 
 from issues.services import issue_delete, issue_update, label_create
 from tests.conftest import assert_ok
 from tests.factories import UserFactory, make_issue
+from transfer.github import GithubClient, GithubError
+from transfer.github_import import github_import
 from transfer.models import GithubLink
 
 from .conftest import OWNER_REPO, TOKEN
@@ -414,3 +416,29 @@ def test_edits_here_stay_until_github_changes_and_a_deleted_issue_comes_back(git
     assert again.number == 7
     assert GithubLink.objects.filter(project=project, kind="issue", issue=again).count() == 1
     assert "issues: 1 created, 0 updated, 4 unchanged" in out
+
+
+def test_a_second_import_running_at_the_same_time_stops_clearly(github, people):
+    """The other run links GitHub's second label first (its rows land between this run's read
+    of the links and its own write): this one stops with a clear error, each record whole."""
+    project = people.project
+    other = label_create(project=project, actor=None, name="linked-by-the-other-run")
+
+    def progress(kind: str) -> None:
+        if kind == "labels" and not GithubLink.objects.filter(github_id=1840211002).exists():
+            GithubLink.objects.create(
+                project=project, kind=GithubLink.Kind.LABEL, github_id=1840211002, label=other
+            )
+
+    client = GithubClient(base_url=github.url, token=TOKEN)
+    with pytest.raises(GithubError) as caught:
+        github_import(client=client, repository=OWNER_REPO, project=project, progress=progress)
+    assert str(caught.value) == (
+        f"another import into project {project.pk} brought the same records in at the same "
+        "time; run this one again once it has finished."
+    )
+    assert list(GithubLink.objects.filter(project=project).values_list("github_id", flat=True)) == [
+        1840211001,
+        1840211002,
+    ]
+    assert not Issue.objects.filter(project=project).exists()
