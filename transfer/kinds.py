@@ -162,8 +162,6 @@ KINDS: tuple[Kind, ...] = (
             "pull_request_id": "pull_requests",
             "author_id": USERS,
         },
-        # Rendered again from the body on import: HTML is never taken from an archive.
-        omit=("body_html",),
     ),
     Kind(
         "comment_revisions",
