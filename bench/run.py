@@ -96,6 +96,7 @@ from bench.harness import (  # noqa: E402
     size_label,
     streams_open,
 )
+from bench.transfer import measure_transfer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
@@ -141,6 +142,8 @@ def main() -> int:
     for project in projects.values():
         project["rollup_seconds"] = rollups_bring_up(project["id"])
     writes = writes_project()
+    # Before the servers start: the machine is the export's and the import's alone.
+    transfer = measure_transfer(workspace_id=bench_workspace_id())
     key, token = api_key_for_owner()
     projects["large"]["deep"] = deep_paging(projects["large"], token)
     load = load_generator(
@@ -148,7 +151,7 @@ def main() -> int:
     )
     cases = cases_build(projects, writes)
     processes: list = []
-    results: dict = {}
+    results: dict = {"transfer": transfer}
     try:
         queries_count(cases, token)
         server = Server(environment, workers=2, threads=8)
@@ -189,6 +192,12 @@ def main() -> int:
     results["elapsed_seconds"] = round(time.monotonic() - started, 1)
     report(args, projects, cases, results, load.name, load_before)
     return 0
+
+
+def bench_workspace_id() -> int:
+    from accounts.models import Workspace
+
+    return Workspace.objects.filter(name=WORKSPACE).order_by("pk").values_list("pk", flat=True)[0]
 
 
 def parse_args() -> argparse.Namespace:
@@ -979,6 +988,8 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "webhooks/s": round(hooks["deliveries_per_second_per_worker"]),
         "stream_p99_ms": round(stream["p99_ms"]),
         "search1M": round(by_name["search large"]["load"]["requests_per_second"], 1),
+        "export_issues/s": results["transfer"]["export_issues/s"],
+        "import_issues/s": results["transfer"]["import_issues/s"],
     }
     filter_costs = {name: value for name, value in ratios.items() if name.startswith("filter ")}
     worst_filter = max(filter_costs, key=filter_costs.__getitem__)
@@ -1015,6 +1026,13 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"{stream['capacity_frames_received']}/{stream['capacity']} frames of a write, "
         f"p99 {stream['capacity_p99_ms']} ms"
     )
+    moved = results["transfer"]
+    print(
+        f"transfer: the workspace's {moved['issues']} issues ({moved['records']} records, "
+        f"{moved['archive_bytes'] / 2**20:.1f} MiB archive) exported in "
+        f"{moved['export_seconds']} s (peak {moved['export_max_rss_mib']} MiB), imported in "
+        f"{moved['import_seconds']} s"
+    )
     print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
     for project in projects.values():
         seeded = f", seeded in {project['seed_seconds']} s" if project["seed_seconds"] else ""
@@ -1046,6 +1064,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "requests": rows,
         "webhooks": hooks,
         "stream": stream,
+        "transfer": results["transfer"],
         "ratios": ratios,
         "figures": figures,
         "elapsed_seconds": results["elapsed_seconds"],
@@ -1065,7 +1084,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"stream_p99_ms={figures['stream_p99_ms']} "
         f"filters1M/filters10k={ratios['filters1M/filters10k']:.2f} ({worst_filter[7:]}) "
         f"search1M={figures['search1M']:.1f} "
-        f"metrics_on/off={ratios['metrics_on/off']:.2f}"
+        f"metrics_on/off={ratios['metrics_on/off']:.2f} "
+        f"export_issues/s={figures['export_issues/s']} "
+        f"import_issues/s={figures['import_issues/s']}"
     )
 
 
