@@ -46,14 +46,17 @@ Every request figure is also given as a ratio to the bare baseline on the 10,000
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
 ``bench: list/bare=<r> metrics/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r>
 create/bare=<r> create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n>
-stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's and the
+stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n> metrics_on/off=<r>
+export_issues/s=<n> import_issues/s=<n>``: the list's and the
 metrics' (``period=30d``, small project) throughput against the baseline's, what the list and
 the metrics cost on the big project against the small one (time per request, 1.00 = the
 same), creates against the list's
 baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
 per second through bulk requests of 100, webhook deliveries per second of one worker process,
 the stream's write-to-frame p99, the worst of the filters' costs on the big project against
-the small one (and which filter it is), and ``/v1/search`` requests per second on the big one.
+the small one (and which filter it is), ``/v1/search`` requests per second on the big one,
+the list with the metrics on against off, and the issues of the bench's workspace exported and
+imported per second (bench/transfer.py).
 Stops every process it started and revokes its API key.
 """
 
