@@ -99,6 +99,28 @@ def workspace_import(
     return workspace
 
 
+def _values(
+    row: dict[str, Any], attnames: list[str], converters: list[tuple[int, Callable[[Any], Any]]]
+) -> list[Any]:
+    values = [row[name] for name in attnames]
+    for position, convert in converters:
+        if values[position] is not None:
+            values[position] = convert(values[position])
+    return values
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _sqlite_datetime(value: Any) -> str:
+    """SQLite keeps UTC text in Django's own layout, compared as text."""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"{value!r} has no time zone")
+    return str(connection.ops.adapt_datetimefield_value(moment.astimezone(UTC)))
+
+
 class _Importer:
     def __init__(self, reader: ArchiveReader, *, progress: Progress | None):
         self.reader = reader
@@ -214,8 +236,17 @@ class _Importer:
         optional = [f.attname for f in fields if f.attname in filled]
         columns = [f.column for f in fields]
         attnames = [f.attname for f in fields]
-        json = {f.attname for f in fields if isinstance(f, JSONField)}
-        datetimes = {f.attname for f in fields if isinstance(f, DateTimeField)}
+        # Values the driver cannot take as the archive has them, by position in the row.
+        converters: list[tuple[int, Callable[[Any], Any]]] = [
+            (position, _json_text) for position, f in enumerate(fields) if isinstance(f, JSONField)
+        ]
+        if not self.postgresql:
+            converters += [
+                (position, _sqlite_datetime)
+                for position, f in enumerate(fields)
+                if isinstance(f, DateTimeField)
+            ]
+        adapt = self._adapters.get(kind.name)
         mapping: dict[int, int] = {}
         self.maps[kind.name] = mapping
         batch: list[tuple[int, int, dict[str, Any]]] = []
@@ -223,26 +254,28 @@ class _Importer:
             old = self._old_id(kind, line, record) if kind.own_id else 0
             if kind.own_id and old in mapping:
                 raise ArchiveError(f"id {old} appears twice", member=kind.member, line=line)
-            row: dict[str, Any] = {}
-            for name in required:
-                if name not in record:
-                    raise ArchiveError(f"the record lacks {name!r}", member=kind.member, line=line)
-                row[name] = record[name]
+            try:
+                row = {name: record[name] for name in required}
+            except KeyError as missing:
+                raise ArchiveError(
+                    f"the record lacks {missing.args[0]!r}", member=kind.member, line=line
+                ) from None
             for name in optional:
                 row[name] = record.get(name)
             try:
                 self._refs(kind, line, row)
-                self._adapt(kind, line, row, record)
+                if adapt is not None:
+                    adapt(row, record)
             except (TypeError, ValueError) as exc:
                 raise ArchiveError(
                     f"not a valid record ({exc})", member=kind.member, line=line
                 ) from None
             batch.append((line, old, row))
             if len(batch) >= BATCH_SIZE:
-                self._write(kind, batch, columns, attnames, json, datetimes, mapping)
+                self._write(kind, batch, columns, attnames, converters, mapping)
                 batch = []
         if batch:
-            self._write(kind, batch, columns, attnames, json, datetimes, mapping)
+            self._write(kind, batch, columns, attnames, converters, mapping)
 
     def _refs(self, kind: Kind, line: int, row: dict[str, Any]) -> None:
         for name, target in kind.refs.items():
@@ -261,41 +294,56 @@ class _Importer:
                 )
             row[name] = new
 
-    def _adapt(self, kind: Kind, line: int, row: dict[str, Any], record: dict[str, Any]) -> None:
+    @property
+    def _adapters(self) -> dict[str, Callable[[dict[str, Any], dict[str, Any]], None]]:
         """What a record type needs beyond its columns and references."""
-        if kind.name == "comments":
-            if not isinstance(row["body_html"], str):
-                raise ValueError("body_html is not text")
-            # As rendered where it was written (a render costs a millisecond or more), and
-            # through the sanitiser again: an archive is input like any other.
-            row["body_html"] = sanitize(row["body_html"])
-        elif kind.name == "issue_history":
-            for name in ("old_value", "new_value"):
-                row[name] = history_value_remap(row["field"], row[name], self._lookup)
-        elif kind.name == "invitations":
-            nonce, token = invitation_tokens.token_issue()
-            row["token_nonce"], row["token_hash"] = nonce, keys.hash_key(token)
-            if row["status"] == Invitation.Status.PENDING:
-                row.update(
-                    email_status=Invitation.EmailStatus.QUEUED,
-                    email_error="",
-                    email_attempts=0,
-                    email_queued_at=self.now.isoformat(),
-                )
-        elif kind.name == "webhooks":
-            secret = record.get("secret")
-            if not isinstance(secret, str) or not secret:
-                # No credentials in the archive: a new secret, shown to no one until the
-                # webhook is edited; receivers refuse the deliveries meanwhile.
-                secret = secrets.token_hex(20)
-            row["secret_encrypted"] = secret_encrypt(secret)
-        elif kind.name == "repositories":
-            if not isinstance(row.get("webhook_secret"), str) or not row["webhook_secret"]:
-                row["webhook_secret"] = secrets.token_hex(20)
-        elif kind.name == "events":
-            # Sent once already, by the instance that recorded them: never fanned out again.
-            row["dispatched_at"] = row["dispatched_at"] or self.now.isoformat()
-            row["traceparent"] = ""
+        return {
+            "comments": self._comment,
+            "issue_history": self._history,
+            "invitations": self._invitation,
+            "webhooks": self._webhook,
+            "repositories": self._repository,
+            "events": self._event,
+        }
+
+    def _comment(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        if not isinstance(row["body_html"], str):
+            raise ValueError("body_html is not text")
+        # As rendered where it was written (a render costs a millisecond or more), and
+        # through the sanitiser again: an archive is input like any other.
+        row["body_html"] = sanitize(row["body_html"])
+
+    def _history(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        for name in ("old_value", "new_value"):
+            row[name] = history_value_remap(row["field"], row[name], self._lookup)
+
+    def _invitation(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        nonce, token = invitation_tokens.token_issue()
+        row["token_nonce"], row["token_hash"] = nonce, keys.hash_key(token)
+        if row["status"] == Invitation.Status.PENDING:
+            row.update(
+                email_status=Invitation.EmailStatus.QUEUED,
+                email_error="",
+                email_attempts=0,
+                email_queued_at=self.now.isoformat(),
+            )
+
+    def _webhook(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        secret = record.get("secret")
+        if not isinstance(secret, str) or not secret:
+            # No credentials in the archive: a new secret, shown to no one until the
+            # webhook is edited; receivers refuse the deliveries meanwhile.
+            secret = secrets.token_hex(20)
+        row["secret_encrypted"] = secret_encrypt(secret)
+
+    def _repository(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        if not isinstance(row.get("webhook_secret"), str) or not row["webhook_secret"]:
+            row["webhook_secret"] = secrets.token_hex(20)
+
+    def _event(self, row: dict[str, Any], record: dict[str, Any]) -> None:
+        # Sent once already, by the instance that recorded them: never fanned out again.
+        row["dispatched_at"] = row["dispatched_at"] or self.now.isoformat()
+        row["traceparent"] = ""
 
     def _lookup(self, target: str, old: int) -> int | None:
         return self.maps.get(target, {}).get(old)
@@ -306,8 +354,7 @@ class _Importer:
         batch: list[tuple[int, int, dict[str, Any]]],
         columns: list[str],
         attnames: list[str],
-        json: set[str],
-        datetimes: set[str],
+        converters: list[tuple[int, Callable[[Any], Any]]],
         mapping: dict[int, int],
     ) -> None:
         model = kind.model
@@ -323,10 +370,7 @@ class _Importer:
                 mapping[row[pk]] = row[pk]
         driver_error: type[Exception] = connection.Database.Error  # type: ignore[attr-defined]
         try:
-            rows = (
-                tuple(self._value(row[name], name, json, datetimes) for name in attnames)
-                for _line, _old, row in batch
-            )
+            rows = (_values(row, attnames, converters) for _line, _old, row in batch)
             table = model._meta.db_table
             with transaction.atomic(), connection.cursor() as cursor:
                 if self.postgresql:
@@ -354,17 +398,6 @@ class _Importer:
                 row[pk] for *_, row in batch if row["status"] == Invitation.Status.PENDING
             ]
         self._count(len(batch))
-
-    def _value(self, value: Any, name: str, json: set[str], datetimes: set[str]) -> Any:
-        if name in json:
-            return None if value is None else orjson.dumps(value).decode()
-        if name in datetimes and value is not None and not self.postgresql:
-            # SQLite keeps UTC text in Django's own layout, compared as text.
-            moment = datetime.fromisoformat(value)
-            if moment.tzinfo is None:
-                raise ValueError(f"{name} {value!r} has no time zone")
-            return connection.ops.adapt_datetimefield_value(moment.astimezone(UTC))
-        return value
 
     def _ids_reserve(self, kind: Kind, count: int) -> list[int]:
         table = kind.model._meta.db_table
