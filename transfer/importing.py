@@ -57,13 +57,14 @@ from notifications.crypto import secret_encrypt
 from projects.models import Project
 
 from .archive import ArchiveError, ArchiveReader
-from .kinds import KINDS, USERS, Kind, history_value_remap
+from .kinds import HISTORY_REFERENCES, KINDS, USERS, Kind, history_value_remap
 
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5_000
 Progress = Callable[[int], None]
 _HANDLE = re.compile(HANDLE_PATTERN)
+REFERENCED = {target for kind in KINDS for target in kind.refs.values()} | HISTORY_REFERENCES
 # What the database (or Django adapting a value for it) says of a row it will not take; COPY
 # raises the driver's own errors, which Django does not wrap.
 _REFUSALS = (DatabaseError, ValidationError, ValueError, TypeError)
@@ -248,11 +249,14 @@ class _Importer:
             ]
         adapt = self._adapters.get(kind.name)
         mapping: dict[int, int] = {}
-        self.maps[kind.name] = mapping
+        # Old id to new, kept only for the types other records name: a million issues' map
+        # is a hundred megabytes, and three million history rows' would be three times that.
+        if kind.name in REFERENCED:
+            self.maps[kind.name] = mapping
         batch: list[tuple[int, int, dict[str, Any]]] = []
         for line, record in self._records(kind):
             old = self._old_id(kind, line, record) if kind.own_id else 0
-            if kind.own_id and old in mapping:
+            if old in mapping:
                 raise ArchiveError(f"id {old} appears twice", member=kind.member, line=line)
             try:
                 row = {name: record[name] for name in required}
@@ -362,12 +366,11 @@ class _Importer:
         first, last = batch[0][0], batch[-1][0]
         if kind.own_id:
             ids = self._ids_reserve(kind, len(batch))
+            keep = kind.name in REFERENCED
             for (_line, old, row), new in zip(batch, ids, strict=True):
                 row[pk] = new
-                mapping[old] = new
-        else:
-            for _line, _old, row in batch:
-                mapping[row[pk]] = row[pk]
+                if keep:
+                    mapping[old] = new
         driver_error: type[Exception] = connection.Database.Error  # type: ignore[attr-defined]
         try:
             rows = (_values(row, attnames, converters) for _line, _old, row in batch)

@@ -266,6 +266,9 @@ _RECORD_IDS = {
 }
 _RECORD_OWN_ID = {"created": "issues", "comment": "comments"}
 
+# Every record type an issue history value may name.
+HISTORY_REFERENCES = {*_HISTORY_VALUE_IDS.values(), *_RECORD_IDS.values(), *_RECORD_OWN_ID.values()}
+
 Lookup = Callable[[str, int], int | None]
 
 
