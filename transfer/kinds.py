@@ -76,7 +76,8 @@ class Kind:
 
 
 def _through(model: type[Model], name: str) -> type[Model]:
-    return getattr(model, name).through
+    through: type[Model] = getattr(model, name).through
+    return through
 
 
 _WS_PROJECT = "project__workspace_id"
