@@ -19,7 +19,7 @@ from collab.celery import app
 from tests.liveserver import QUEUES, Beat, _group_kill, wait_until
 
 ROOT = Path(settings.BASE_DIR)
-QUEUE_NAMES = ["default", "webhooks", "git", "analytics", "email"]
+QUEUE_NAMES = ["default", "webhooks", "git", "analytics", "email", "exports"]
 # The project's own apps: those installed from this repository (a new app is in it at once).
 PROJECT_APPS = tuple(
     config.name for config in django_apps.get_app_configs() if Path(config.path).parent == ROOT
