@@ -44,6 +44,8 @@ EXPECTED_QUEUES = {
     "ratelimits.tasks.rate_limit_counters_purge": "default",
     "accounts.tasks.denied_tokens_purge": "default",
     "issues.tasks.facet_counts_compact": "default",
+    "transfer.tasks.export_build": "exports",
+    "transfer.tasks.exports_sweep": "exports",
 }
 
 
@@ -63,7 +65,7 @@ def queue_of(name: str, options: dict | None = None) -> str:
 # Queues ---------------------------------------------------------------------------------------
 
 
-def test_the_five_queues_are_declared_and_default_is_the_default():
+def test_the_six_queues_are_declared_and_default_is_the_default():
     assert list(app.amqp.queues) == QUEUE_NAMES
     assert app.conf.task_default_queue == "default"
     assert QUEUES.split(",") == QUEUE_NAMES, "tests/liveserver.py's workers take every queue"

@@ -190,7 +190,7 @@ def _export_event(kind: str, export: Export) -> None:
     )
 
 
-def export_open(*, export: Export) -> File[bytes]:
+def export_open(*, export: Export) -> "File[bytes]":
     """The completed export's archive, opened for reading from the exports storage."""
     if export.file_name is None:
         raise FileNotFoundError(f"Export {export.pk} has no archive.")
