@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from events.models import Event
 from tests.conftest import assert_error, assert_ok, client_for
-from tests.openapi import inlined
 from tests.factories import ExportFactory, completed_export
+from tests.openapi import inlined
 from transfer.models import Export
 
 RECORD_FIELDS = {
