@@ -170,12 +170,13 @@ def completed_export(workspace, user, *, members: dict[str, bytes] | None = None
             info.size = len(content)
             archive.addfile(info, io.BytesIO(content))
     content = buffer.getvalue()
-    export = ExportFactory(workspace=workspace, created_by=user, **fields)
+    export = ExportFactory(
+        workspace=workspace, created_by=user, status=Export.Status.COMPLETED, **fields
+    )
     name = storages["exports"].save(
         f"workspace-{workspace.pk}/export-{export.pk}.tar.gz", ContentFile(content)
     )
     now = timezone.now()
-    export.status = Export.Status.COMPLETED
     export.file_name = name
     export.content_type = "application/gzip"
     export.size = len(content)

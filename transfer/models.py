@@ -36,6 +36,15 @@ class Export(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        constraints = [
+            # One archive at a time per workspace: a second ask while one is being built is
+            # a 409, not a second full read of the workspace queued behind the first.
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="export_one_in_progress_per_workspace",
+            ),
+        ]
         indexes = [
             models.Index(fields=["workspace", "-id"], name="export_workspace_newest"),
             models.Index(fields=["expires_at"], name="export_expires_at"),

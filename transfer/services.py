@@ -18,11 +18,12 @@ from celery import current_app
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, storages
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User, Workspace
+from collab.api.exceptions import Conflict, foreign_key_violation
 from events.services import event_record
 
 from .models import Export
@@ -39,6 +40,7 @@ _KINDS = (
     (b"\x28\xb5\x2f\xfd", "application/zstd", ".tar.zst"),
 )
 _TAR = ("application/x-tar", ".tar")
+IN_PROGRESS = (Export.Status.PENDING, Export.Status.RUNNING)
 _CHUNK = 1024 * 1024
 
 
@@ -53,12 +55,26 @@ def export_lease() -> timedelta:
 
 
 def export_request(*, workspace: Workspace, actor: User, include_events: bool = False) -> Export:
-    """A new pending export of ``workspace``; its build is queued once this commits."""
-    with transaction.atomic():
-        export = Export.objects.create(
-            workspace=workspace, created_by=actor, include_events=include_events
+    """A new pending export of ``workspace``; its build is queued once this commits. While
+    another of the workspace is pending or running, ``Conflict`` (its id in the details)."""
+    try:
+        with transaction.atomic():
+            export = Export.objects.create(
+                workspace=workspace, created_by=actor, include_events=include_events
+            )
+            _queue_build(export.pk)
+    except IntegrityError as exc:
+        if foreign_key_violation(exc):
+            raise  # the workspace was deleted meanwhile: a 404
+        building = (
+            Export.objects.filter(workspace=workspace, status__in=IN_PROGRESS)
+            .values_list("pk", flat=True)
+            .first()
         )
-        _queue_build(export.pk)
+        raise Conflict(
+            "An export of this workspace is already being built: download it once completed.",
+            details={"export_id": building},
+        ) from None
     return export
 
 

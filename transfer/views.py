@@ -61,7 +61,16 @@ class ExportViewSet(ApiViewSet):
         workspace = self._workspace(workspace_id)
         return self.paginated(selectors.export_list(workspace_id=workspace.pk), ExportSerializer)
 
-    @extend_schema(request=ExportCreateSerializer, responses={202: ExportSerializer})
+    @extend_schema(
+        request=ExportCreateSerializer,
+        responses={
+            202: ExportSerializer,
+            409: OpenApiResponse(
+                description="An export of this workspace is already pending or running "
+                "(details.export_id)."
+            ),
+        },
+    )
     def create(self, request, workspace_id=None):
         """Ask for an archive of the whole workspace: answered at once (202) with the export
         `pending`; a worker builds it, then it is `completed` (or `failed`), and the events

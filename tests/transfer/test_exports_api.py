@@ -71,6 +71,20 @@ def test_owners_and_admins_ask_for_an_export(
     assert not Event.objects.filter(type__startswith="export.").exists()
 
 
+@pytest.mark.parametrize("status", ["pending", "running"])
+def test_one_export_at_a_time_per_workspace(api, world, status):
+    building = ExportFactory(workspace=world.acme, created_by=world.owner, status=status)
+    completed_export(world.acme, world.owner)
+    response = api.admin.post(exports_path(world.acme))
+    error = assert_error(response, 409, "CONFLICT")
+    assert error["details"] == {"export_id": building.pk}
+    assert Export.objects.filter(workspace=world.acme).count() == 2
+    # Another workspace is not held up by it, and once it finished the next may be asked.
+    assert api.outsider.post(exports_path(world.globex)).status_code == 202
+    Export.objects.filter(pk=building.pk).update(status="failed")
+    assert api.admin.post(exports_path(world.acme)).status_code == 202
+
+
 def test_an_empty_body_asks_for_an_export_without_the_event_log(api, world):
     response = api.owner.post(exports_path(world.acme))
     assert response.status_code == 202, response.content
@@ -137,7 +151,7 @@ def test_anonymous_is_401(world):
 
 
 def test_the_list_is_the_workspaces_newest_first_in_pages(api, world):
-    older = ExportFactory(workspace=world.acme, created_by=world.owner)
+    older = ExportFactory(workspace=world.acme, created_by=world.owner, status="failed")
     done = completed_export(world.acme, world.admin)
     newest = ExportFactory(workspace=world.acme, created_by=world.admin)
     ExportFactory(workspace=world.globex, created_by=world.outsider)
@@ -165,7 +179,7 @@ def test_the_lists_query_count_does_not_grow_with_the_page(api, world):
         return len(captured)
 
     for _ in range(3):
-        ExportFactory(workspace=world.acme, created_by=world.owner)
+        ExportFactory(workspace=world.acme, created_by=world.owner, status="failed")
     api.owner.get(exports_path(world.acme))  # the key's first use is written once, here
     small = count(3)
     for _ in range(20):

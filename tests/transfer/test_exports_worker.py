@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from events.models import Event
 from tests.conftest import assert_error, assert_ok
-from tests.factories import ExportFactory, completed_export, make_issue
+from tests.factories import ExportFactory, WorkspaceFactory, completed_export, make_issue
 from transfer import services
 from transfer.archive import FORMAT, MANIFEST
 from transfer.models import Export
@@ -179,17 +179,18 @@ def test_the_sweep_is_beats_and_queues_again_what_a_dead_worker_left(world, expo
     assert settings.CELERY_TASK_ROUTES[entry["task"]] == {"queue": "exports"}
     now = timezone.now()
     grace = timedelta(seconds=settings.EXPORT_SWEEP_GRACE_SECONDS)
+    # Each in a workspace of its own: a workspace builds one export at a time.
     lost = ExportFactory(workspace=world.acme, created_by=world.owner, created_at=now - 2 * grace)
-    queued = ExportFactory(workspace=world.acme, created_by=world.owner)
+    queued = ExportFactory(workspace=world.globex, created_by=world.outsider)
     held = ExportFactory(
-        workspace=world.acme,
+        workspace=WorkspaceFactory(),
         created_by=world.owner,
         status=Export.Status.RUNNING,
         created_at=now - 2 * grace,
         lease_until=now + timedelta(minutes=5),
     )
     abandoned = ExportFactory(
-        workspace=world.acme,
+        workspace=WorkspaceFactory(),
         created_by=world.owner,
         status=Export.Status.RUNNING,
         created_at=now - 2 * grace,
