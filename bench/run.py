@@ -46,14 +46,17 @@ Every request figure is also given as a ratio to the bare baseline on the 10,000
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
 ``bench: list/bare=<r> metrics/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r>
 create/bare=<r> create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n>
-stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n>``: the list's and the
+stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n> metrics_on/off=<r>
+export_issues/s=<n> import_issues/s=<n>``: the list's and the
 metrics' (``period=30d``, small project) throughput against the baseline's, what the list and
 the metrics cost on the big project against the small one (time per request, 1.00 = the
 same), creates against the list's
 baseline, creates and PATCHes against their own bare baselines (bench/views.py), issues created
 per second through bulk requests of 100, webhook deliveries per second of one worker process,
 the stream's write-to-frame p99, the worst of the filters' costs on the big project against
-the small one (and which filter it is), and ``/v1/search`` requests per second on the big one.
+the small one (and which filter it is), ``/v1/search`` requests per second on the big one,
+the list with the metrics on against off, and the issues of the bench's workspace exported and
+imported per second (bench/transfer.py).
 Stops every process it started and revokes its API key.
 """
 
@@ -96,6 +99,7 @@ from bench.harness import (  # noqa: E402
     size_label,
     streams_open,
 )
+from bench.transfer import measure_transfer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
 BASELINE = "bare small p1"
@@ -141,6 +145,8 @@ def main() -> int:
     for project in projects.values():
         project["rollup_seconds"] = rollups_bring_up(project["id"])
     writes = writes_project()
+    # Before the servers start: the machine is the export's and the import's alone.
+    transfer = measure_transfer(workspace_id=bench_workspace_id())
     key, token = api_key_for_owner()
     projects["large"]["deep"] = deep_paging(projects["large"], token)
     load = load_generator(
@@ -148,7 +154,7 @@ def main() -> int:
     )
     cases = cases_build(projects, writes)
     processes: list = []
-    results: dict = {}
+    results: dict = {"transfer": transfer}
     try:
         queries_count(cases, token)
         server = Server(environment, workers=2, threads=8)
@@ -189,6 +195,12 @@ def main() -> int:
     results["elapsed_seconds"] = round(time.monotonic() - started, 1)
     report(args, projects, cases, results, load.name, load_before)
     return 0
+
+
+def bench_workspace_id() -> int:
+    from accounts.models import Workspace
+
+    return Workspace.objects.filter(name=WORKSPACE).order_by("pk").values_list("pk", flat=True)[0]
 
 
 def parse_args() -> argparse.Namespace:
@@ -979,6 +991,8 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "webhooks/s": round(hooks["deliveries_per_second_per_worker"]),
         "stream_p99_ms": round(stream["p99_ms"]),
         "search1M": round(by_name["search large"]["load"]["requests_per_second"], 1),
+        "export_issues/s": results["transfer"]["export_issues/s"],
+        "import_issues/s": results["transfer"]["import_issues/s"],
     }
     filter_costs = {name: value for name, value in ratios.items() if name.startswith("filter ")}
     worst_filter = max(filter_costs, key=filter_costs.__getitem__)
@@ -1015,6 +1029,13 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"{stream['capacity_frames_received']}/{stream['capacity']} frames of a write, "
         f"p99 {stream['capacity_p99_ms']} ms"
     )
+    moved = results["transfer"]
+    print(
+        f"transfer: the workspace's {moved['issues']} issues ({moved['records']} records, "
+        f"{moved['archive_bytes'] / 2**20:.1f} MiB archive) exported in "
+        f"{moved['export_seconds']} s (peak {moved['export_max_rss_mib']} MiB), imported in "
+        f"{moved['import_seconds']} s"
+    )
     print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
     for project in projects.values():
         seeded = f", seeded in {project['seed_seconds']} s" if project["seed_seconds"] else ""
@@ -1046,6 +1067,7 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "requests": rows,
         "webhooks": hooks,
         "stream": stream,
+        "transfer": results["transfer"],
         "ratios": ratios,
         "figures": figures,
         "elapsed_seconds": results["elapsed_seconds"],
@@ -1065,7 +1087,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"stream_p99_ms={figures['stream_p99_ms']} "
         f"filters1M/filters10k={ratios['filters1M/filters10k']:.2f} ({worst_filter[7:]}) "
         f"search1M={figures['search1M']:.1f} "
-        f"metrics_on/off={ratios['metrics_on/off']:.2f}"
+        f"metrics_on/off={ratios['metrics_on/off']:.2f} "
+        f"export_issues/s={figures['export_issues/s']} "
+        f"import_issues/s={figures['import_issues/s']}"
     )
 
 

@@ -157,8 +157,14 @@ def render(body: str) -> str:
         rendered = _parser.render(body, _budget_env())
     except BudgetExceeded:
         return _plain(body)  # escaped throughout: nothing for the sanitiser to do
+    return sanitize(rendered)
+
+
+def sanitize(markup: str) -> str:
+    """HTML kept to what a rendered body may hold: ``render``'s second lock, also applied to
+    HTML made elsewhere (the bodies of an imported workspace archive)."""
     return nh3.clean(
-        rendered,
+        markup,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"},

@@ -24,7 +24,7 @@ LAST_LINE = re.compile(
     r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
     r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+) "
     r"filters1M/filters10k=(\d+\.\d\d) \(([a-z_]+(?: \+status)?)\) search1M=(\d+\.\d) "
-    r"metrics_on/off=(\d+\.\d\d)$"
+    r"metrics_on/off=(\d+\.\d\d) export_issues/s=(\d+) import_issues/s=(\d+)$"
 )
 FILTERS = ("type", "priority", "assignee", "labels", "q", "created_after", "updated_after")
 MEASUREMENTS = {
@@ -134,7 +134,14 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "thread10k/thread10",
     }
     # The ratios on the last line are the JSON's.
-    *numbers, worst, search, metrics_on_off = LAST_LINE.match(last).groups()
+    *numbers, worst, search, metrics_on_off, exported, imported = LAST_LINE.match(last).groups()
+    # The workspace's issues exported and imported (the import rolled back: nothing added).
+    transfer = report["transfer"]
+    assert transfer["issues"] >= 1200 and transfer["export_issues/s"] > 0
+    assert [int(exported), int(imported)] == [
+        report["figures"]["export_issues/s"],
+        report["figures"]["import_issues/s"],
+    ]
     shown = [float(value) for value in numbers]
     ratios = report["ratios"]
     assert shown == [

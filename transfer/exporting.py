@@ -48,7 +48,10 @@ def _snapshot() -> Iterator[None]:
         yield
 
 
-def _pages(queryset: QuerySet[Any, Any], fields: list[str], pk: str) -> Iterator[list[dict]]:
+Page = list[dict[str, Any]]
+
+
+def _pages(queryset: QuerySet[Any, Any], fields: list[str], pk: str) -> Iterator[Page]:
     """The rows in pages, from one query: on PostgreSQL a server-side cursor (a named cursor
     of the snapshot's transaction), elsewhere the driver's cursor, read a page at a time."""
     rows = queryset.order_by(pk).values(*fields).iterator(chunk_size=PAGE_SIZE)
@@ -84,7 +87,7 @@ def _export_kind(
         queryset = _queryset(kind, workspace_id, user_ids)
         if kind.name == USERS:
             # Few, but named by every other record: read in slices of the id list.
-            pages: Iterator[list[dict]] = (
+            pages: Iterator[Page] = (
                 list(queryset.filter(pk__in=chunk).order_by(pk).values(*read))
                 for chunk in _chunks(sorted(user_ids), PAGE_SIZE)
             )
@@ -137,7 +140,7 @@ def workspace_export(
     include_credentials: bool = False,
     include_events: bool = False,
     progress: Progress | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Write the workspace's archive to ``path``; returns its manifest.
 
     ``progress(n)`` is called with the number of records just written. Raises

@@ -76,7 +76,8 @@ class Kind:
 
 
 def _through(model: type[Model], name: str) -> type[Model]:
-    return getattr(model, name).through
+    through: type[Model] = getattr(model, name).through
+    return through
 
 
 _WS_PROJECT = "project__workspace_id"
@@ -162,8 +163,6 @@ KINDS: tuple[Kind, ...] = (
             "pull_request_id": "pull_requests",
             "author_id": USERS,
         },
-        # Rendered again from the body on import: HTML is never taken from an archive.
-        omit=("body_html",),
     ),
     Kind(
         "comment_revisions",
@@ -268,6 +267,9 @@ _RECORD_IDS = {
     "author_id": USERS,
 }
 _RECORD_OWN_ID = {"created": "issues", "comment": "comments"}
+
+# Every record type an issue history value may name.
+HISTORY_REFERENCES = {*_HISTORY_VALUE_IDS.values(), *_RECORD_IDS.values(), *_RECORD_OWN_ID.values()}
 
 Lookup = Callable[[str, int], int | None]
 

@@ -105,3 +105,57 @@ def test_the_command_shows_progress_and_refuses_bad_input(full, tmp_path):
     ]:
         with pytest.raises(CommandError, match=message):
             call_command("export_workspace", *args, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_one_snapshot_that_writes_neither_tear_nor_wait_for(transactional_db, tmp_path):
+    """On PostgreSQL: an issue created and committed while the export is under way (here, from
+    its first progress report) is not in the archive, and its writer did not wait."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the snapshot's isolation level is PostgreSQL's")
+    import threading
+    import time
+
+    from django.db import connections
+
+    from accounts.models import Role
+    from tests.factories import (
+        MembershipFactory,
+        ProjectFactory,
+        UserFactory,
+        WorkspaceFactory,
+        make_issue,
+    )
+
+    workspace = WorkspaceFactory()
+    owner = UserFactory()
+    MembershipFactory(workspace=workspace, user=owner, role=Role.OWNER)
+    project = ProjectFactory(workspace=workspace, created_by=owner)
+    for number in range(3):
+        make_issue(project, owner, title=f"Before {number}")
+    finished: list[float] = []
+
+    def write():
+        started = time.monotonic()
+        make_issue(project, owner, title="During the export")
+        finished.append(time.monotonic() - started)
+        connections.close_all()
+
+    def progress(count):
+        if not finished:
+            writer = threading.Thread(target=write)
+            writer.start()
+            writer.join(timeout=10)
+            assert finished, "the write waited on the export"
+
+    path = tmp_path / "snapshot.tar.gz"
+    manifest = workspace_export(workspace_id=workspace.pk, path=path, progress=progress)
+    _names, contents = members(path)
+    titles = sorted(issue["title"] for issue in records(contents, "issues"))
+    assert titles == ["Before 0", "Before 1", "Before 2"]
+    assert manifest["counts"]["issue_history"] == 3  # the three "created" rows, not the fourth
+    assert [seq["last_number"] for seq in records(contents, "issue_sequences")] == [3]
+    from issues.models import Issue
+
+    assert Issue.objects.filter(project=project).count() == 4

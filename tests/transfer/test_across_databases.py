@@ -1,0 +1,66 @@
+"""An archive made on PostgreSQL imports into SQLite, and one made on SQLite into PostgreSQL.
+
+``archives/made-on-<database>.tar.gz`` are exports of the ``full`` workspace (tests/transfer/
+conftest.py, with credentials and events) made once on each database; each lane of the suite
+imports both, so between them the two lanes cross both ways. Written again with
+``COLLAB_WRITE_TRANSFER_ARCHIVES=1 .venv/bin/pytest tests/transfer/test_across_databases.py``
+(on each database) when the format changes.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from accounts.models import User
+from gitintegration import git
+from gitintegration.models import Repository
+from issues.models import Issue, IssueSequence
+from tests.factories import PASSWORD
+from tests.transfer.archives import manifest, normalized
+from transfer.exporting import workspace_export
+from transfer.importing import workspace_import
+
+ARCHIVES = Path(__file__).with_name("archives")
+MADE_ON = ("postgresql", "sqlite")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("COLLAB_WRITE_TRANSFER_ARCHIVES"), reason="writes the fixture archives"
+)
+def test_write_the_archive_of_this_database(full, tmp_path):
+    path = tmp_path / "made.tar.gz"
+    workspace_export(
+        workspace_id=full.workspace.pk, path=path, include_credentials=True, include_events=True
+    )
+    shutil.copyfile(path, ARCHIVES / f"made-on-{connection.vendor}.tar.gz")
+
+
+@pytest.mark.parametrize("made_on", MADE_ON)
+def test_an_archive_of_either_database_imports_and_exports_the_same(
+    db, made_on, tmp_path, git_storage
+):
+    archive = ARCHIVES / f"made-on-{made_on}.tar.gz"
+    assert manifest(archive)["database"] == made_on
+    copy = workspace_import(path=archive)
+    again = tmp_path / "again.tar.gz"
+    workspace_export(
+        workspace_id=copy.pk, path=again, include_credentials=True, include_events=True
+    )
+    first, second = normalized(archive), normalized(again)
+    for kind in first:
+        assert second[kind] == first[kind], kind
+    # The hashes came with the credentials: the people sign in as before.
+    assert User.objects.get(email="owner@acme.test").check_password(PASSWORD)
+    numbers = Issue.objects.filter(project__workspace=copy).values_list("number", flat=True)
+    assert sorted(numbers) == [1, 2]
+    assert IssueSequence.objects.get(project__workspace=copy).last_number == 3
+    repository = Repository.objects.get(project__workspace=copy)
+    assert set(git.branches(git.mirror_path(repository.pk))) == {
+        "main",
+        "feature",
+        "conflict",
+        "docs",
+    }
