@@ -5,7 +5,7 @@ keeps the parent's ``comment_count`` there, writes the comment, its mentions, th
 history row and the event in it, and queues the mention emails only after commit.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
@@ -61,9 +61,10 @@ def parent_project(parent: Parent) -> Project:
     return parent.project if isinstance(parent, Issue) else parent.repository.project
 
 
-def _count(parent: Parent, delta: int) -> None:
+def _count(parent: Parent, delta: int, *, at: datetime | None = None) -> None:
     parent.comment_count += delta
-    parent.updated_at = timezone.now()
+    # A comment dated in the past (an import) moves the parent's time on, never back.
+    parent.updated_at = timezone.now() if at is None else max(parent.updated_at, at)
     parent.save(update_fields=["comment_count", "updated_at"])
 
 
@@ -91,19 +92,39 @@ def _event(
     )
 
 
-def _timeline(parent: Parent, *, actor: User | None, old: Any = None, new: Any = None) -> None:
+def _timeline(
+    parent: Parent,
+    *,
+    actor: User | None,
+    old: Any = None,
+    new: Any = None,
+    at: datetime | None = None,
+) -> None:
     """A row in the issue's history, where the conversation sits beside the changes it led to
     (pull requests keep no history)."""
     if isinstance(parent, Issue):
         IssueHistory.objects.create(
-            issue=parent, field="comment", old_value=old, new_value=new, actor=actor
+            issue=parent,
+            field="comment",
+            old_value=old,
+            new_value=new,
+            actor=actor,
+            created_at=at or timezone.now(),
         )
 
 
-def _mention(comment: Comment, parent: Parent, project: Project, author: User | None) -> None:
+def _mention(
+    comment: Comment,
+    parent: Parent,
+    project: Project,
+    author: User | None,
+    *,
+    notify: bool = True,
+) -> None:
     """Mention rows for the members this body names who may see the parent; the people already
     mentioned in an earlier version keep their row (and are not notified again). The emails
-    go out after commit."""
+    go out after commit; without ``notify`` the rows are made settled (an imported
+    conversation owes nobody an email, and the sweep must not send one either)."""
     users = mention_audience(
         project=project, handles=markdown.mentions(comment.body), author=author
     )
@@ -116,21 +137,35 @@ def _mention(comment: Comment, parent: Parent, project: Project, author: User | 
                 user=user,
                 issue_id=comment.issue_id,
                 pull_request_id=comment.pull_request_id,
+                notified_at=None if notify else timezone.now(),
             )
             for user in users
         ],
         ignore_conflicts=True,
     )
-    notify = current_app.tasks["comments.tasks.mentions_notify"]
-    transaction.on_commit(partial(notify.delay, comment_id=comment.pk))
+    if notify:
+        task = current_app.tasks["comments.tasks.mentions_notify"]
+        transaction.on_commit(partial(task.delay, comment_id=comment.pk))
 
 
-def comment_create(*, parent: Parent, actor: User, body: str) -> CommentRecord:
-    """A new comment on an issue or a pull request; returns its record."""
+def comment_create(
+    *,
+    parent: Parent,
+    actor: User | None,
+    body: str,
+    at: datetime | None = None,
+    notify: bool = True,
+) -> CommentRecord:
+    """A new comment on an issue or a pull request; returns its record.
+
+    An import gives ``at``, the time the comment was written in its source (the parent's
+    ``updated_at`` moves to it only forward), and ``notify=False``: its mentions are recorded
+    and nobody is emailed about an old conversation. ``actor`` is None for an author who has
+    no account here."""
     with transaction.atomic():
         parent = _parent_lock(parent)
         project = parent_project(parent)
-        now = timezone.now()
+        now = at or timezone.now()
         comment = Comment.objects.create(
             project=project,
             issue=parent if isinstance(parent, Issue) else None,
@@ -141,10 +176,10 @@ def comment_create(*, parent: Parent, actor: User, body: str) -> CommentRecord:
             created_at=now,
             updated_at=now,
         )
-        _count(parent, +1)
-        _mention(comment, parent, project, actor)
+        _count(parent, +1, at=at)
+        _mention(comment, parent, project, actor, notify=notify)
         record = comment_record(comment)
-        _timeline(parent, actor=actor, new=record)
+        _timeline(parent, actor=actor, new=record, at=at)
         _event("comment.created", parent=parent, record=record, actor=actor)
     return record
 
@@ -157,14 +192,21 @@ def _comment_lock(comment: Comment) -> tuple[Comment, Parent]:
     return locked, parent
 
 
-def comment_update(*, comment: Comment, actor: User, body: str) -> CommentRecord:
+def comment_update(
+    *,
+    comment: Comment,
+    actor: User | None,
+    body: str,
+    at: datetime | None = None,
+    notify: bool = True,
+) -> CommentRecord:
     """A new body; the one it replaces is kept (``comment_revisions``). The same body again
-    changes nothing and records nothing."""
+    changes nothing and records nothing. ``at`` and ``notify`` as for ``comment_create``."""
     with transaction.atomic():
         comment, parent = _comment_lock(comment)
         if body == comment.body:
             return comment_record(comment)
-        now = timezone.now()
+        now = at or timezone.now()
         CommentRevision.objects.create(
             comment=comment,
             body=comment.body,
@@ -178,13 +220,14 @@ def comment_update(*, comment: Comment, actor: User, body: str) -> CommentRecord
         comment.edited = True
         comment.updated_at = now
         comment.save(update_fields=["body", "body_html", "edited", "updated_at"])
-        _mention(comment, parent, parent_project(parent), actor)
+        _mention(comment, parent, parent_project(parent), actor, notify=notify)
         record = comment_record(comment)
         _timeline(
             parent,
             actor=actor,
             old={"comment_id": comment.pk, "body": previous},
             new={"comment_id": comment.pk, "body": body},
+            at=at,
         )
         changes = {"body": {"previous": previous, "current": body}}
         _event("comment.updated", parent=parent, record=record, actor=actor, changes=changes)

@@ -22,7 +22,7 @@ from collab.api import bulk
 from collab.api.exceptions import ApiError, NotFound, ValidationFailed, foreign_key_violation
 from collab.api.routers import id_or_none
 from collab.db.prepared import PreparedQuery
-from collab.db.sequences import sequence_next, sequence_next_with_id
+from collab.db.sequences import sequence_next, sequence_next_with_id, sequence_take
 from collab.db.writebatch import WriteBatch
 from collab.unset import UNSET, Maybe, given
 from events.services import changes_diff, event_record, event_record_many, model_update
@@ -242,6 +242,80 @@ def issue_create(
     return issue
 
 
+def issue_import(
+    *,
+    project: Project,
+    actor: User | None,
+    number: int,
+    title: str,
+    description: str = "",
+    type: str | None = None,
+    status: str = Status.OPEN,
+    assignee_id: int | None = None,
+    labels: list[str] | None = None,
+    created_at: datetime,
+    updated_at: datetime,
+    closed_at: datetime | None = None,
+    source: str = "",
+) -> Issue:
+    """An issue brought in from another tracker, with its number and its times: written as
+    ``issue_create`` writes one (its label links, the counter, its "created" history row, at
+    the time it was created there, and its ``issue.created`` event, marked with ``source``).
+
+    It keeps ``number`` when that is above every number the project handed out, and takes the
+    next one otherwise (``sequence_take``): no number a deleted issue held comes back.
+    """
+    _check_assignee(project, assignee_id)
+    with _atomic():
+        label_rows = _resolve_labels(project, labels or [])
+        priority = Issue._meta.get_field("priority").default
+        issue = Issue(
+            project=project,
+            title=title,
+            description=description,
+            type=type or Issue._meta.get_field("type").default,
+            priority=priority,
+            priority_rank=PRIORITY_RANK[priority],
+            status=status,
+            assignee_id=assignee_id,
+            reporter=actor,
+            created_at=created_at,
+            updated_at=updated_at,
+            closed_at=(closed_at or updated_at) if status == Status.CLOSED else None,
+        )
+        issue.number = sequence_take(
+            IssueSequence, parent_field="project", parent_id=project.pk, wanted=number
+        )
+        issue.save(force_insert=True)
+        batch = WriteBatch()
+        _link_labels(issue.pk, [label.pk for label in label_rows], batch)
+        _adjust_counts(project.pk, {status: 1}, batch=batch)
+        record = issue_record_from(issue, [label.name for label in label_rows])
+        issue.record = dict(record)
+        batch.insert(
+            [
+                IssueHistory(
+                    issue_id=issue.pk,
+                    field="created",
+                    new_value=record,
+                    actor=actor,
+                    source=source,
+                    created_at=created_at,
+                )
+            ]
+        )
+        event_record(
+            type="issue.created",
+            workspace_id=project.workspace_id,
+            project_id=project.pk,
+            actor=actor,
+            data={"issue": record, **({"source": source} if source else {})},
+            batch=batch,
+        )
+        batch.run()
+    return issue
+
+
 def issue_create_many(
     *,
     project: Project,
@@ -453,9 +527,11 @@ def issue_update(
     assignee_id: Maybe[int | None] = UNSET,
     labels: Maybe[list[str] | None] = UNSET,
     source: str = "",
+    at: datetime | None = None,
 ) -> tuple[Issue, IssueRecord]:
     """Apply the fields given (``None`` clears a text field); returns the issue and its
-    record. No change, no event.
+    record. No change, no event. ``at`` dates the change (an import keeps the time it was made
+    in its source); now by default.
 
     Costs, besides the assignee's check and the labels' lookup when they are given, the
     locking read (none for an issue from ``issue_locked``, within its block) and, when
@@ -476,7 +552,7 @@ def issue_update(
         refusal = _update_refusal(locked, data)
         changed = None
         if locked is not None and refusal is None:
-            changed = _issue_change(locked, data, actor=actor, source=source)
+            changed = _issue_change(locked, data, actor=actor, source=source, at=at)
     if changed is None:
         # Nothing was written: the refusal leaves the transaction as it found it (_atomic).
         raise refusal or NotFound()
@@ -484,12 +560,17 @@ def issue_update(
 
 
 def _issue_change(
-    locked: LockedIssue, data: dict[str, Any], *, actor: User | None, source: str
+    locked: LockedIssue,
+    data: dict[str, Any],
+    *,
+    actor: User | None,
+    source: str,
+    at: datetime | None = None,
 ) -> tuple[Issue, IssueRecord]:
     issue, project = locked.issue, locked.issue.project
     current_labels = [name for _pk, name in locked.labels]
     before = _snapshot(issue, current_labels)
-    now = timezone.now()
+    now = at or timezone.now()
     if "assignee_id" in data:
         issue.assignee_id = data["assignee_id"]
     for name in ("title", "description", "type"):

@@ -32,6 +32,8 @@ from issues.models import Issue, IssueHistory, IssueSequence, Label
 from notifications.models import Webhook
 from projects.models import Project, ProjectMember
 
+from .models import GithubLink
+
 USERS = "users"
 
 
@@ -210,6 +212,19 @@ KINDS: tuple[Kind, ...] = (
         # Encrypted with this instance's key; an export with credentials carries the secret
         # itself as ``secret``, which the importing instance encrypts with its own.
         omit=("secret_encrypted",),
+    ),
+    # What GitHub records became here: a GitHub import run again on the copy updates them
+    # instead of making them twice.
+    Kind(
+        "github_links",
+        GithubLink,
+        scope=_WS_PROJECT,
+        refs={
+            "project_id": "projects",
+            "issue_id": "issues",
+            "comment_id": "comments",
+            "label_id": "labels",
+        },
     ),
     Kind(
         "events",

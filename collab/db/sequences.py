@@ -57,3 +57,31 @@ def _advance(
             [model(**{field.attname: parent_id, "last_number": 0})], ignore_conflicts=True
         )
     raise RuntimeError(f"Could not allocate a number in {model.__name__} for {parent_id}.")
+
+
+def sequence_take(model, *, parent_field: str, parent_id: int, wanted: int) -> int:
+    """``wanted`` when it is above every number ``parent_id``'s counter handed out, else the
+    next number (a record brought in from elsewhere keeps its number where that reuses none,
+    not even a deleted record's); the counter moves to the number returned.
+
+    The same conditional ``UPDATE ... RETURNING`` as ``sequence_next``, so it queues with
+    concurrent callers on the row and a rollback gives the number back.
+    """
+    field = model._meta.get_field(parent_field)
+    # Table and column are the model's own, never input; the values go as parameters.
+    sql = (
+        f"UPDATE {model._meta.db_table} SET last_number = CASE "  # noqa: S608
+        "WHEN last_number < %s THEN %s ELSE last_number + 1 END "
+        f"WHERE {field.column} = %s RETURNING last_number"
+    )
+    params: list[Any] = [wanted, wanted, parent_id]
+    for _ in range(2):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is not None:
+            return int(row[0])
+        model.objects.bulk_create(
+            [model(**{field.attname: parent_id, "last_number": 0})], ignore_conflicts=True
+        )
+    raise RuntimeError(f"Could not allocate a number in {model.__name__} for {parent_id}.")

@@ -40,7 +40,7 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES = os.environ.get("COLLAB_FUZZ_EXAMPLES", "25")
 SEED = os.environ.get("COLLAB_FUZZ_SEED", "1")
 
-# Its lane runs for minutes on purpose (./test): its own ceiling, above the suite's (pyproject.toml).
+# Its lane runs for minutes on purpose (./test): a ceiling of its own, above the suite's.
 pytestmark = [
     pytest.mark.slow(seconds=140),
     pytest.mark.live,

@@ -43,6 +43,7 @@ def test_the_archive_holds_every_record_type_and_a_bundle(full, world, tmp_path)
     assert counts["issues"] == 2 and counts["pull_requests"] == 2 and counts["reviews"] == 1
     assert counts["comments"] == 2 and counts["comment_revisions"] == 1
     assert counts["mentions"] == 2 and counts["invitations"] == 1 and counts["webhooks"] == 1
+    assert counts["github_links"] == 2
     assert "events" not in counts
     # The people named anywhere: the members, the invitee; never the other workspace's.
     emails = {user["email"] for user in records(contents, "users")}

@@ -119,6 +119,8 @@ def test_what_people_see_is_preserved(full, world, archive):
     ) == {"open": 1, "in_progress": 0, "closed": 1}
     facets = IssueFacetCount.objects.filter(project=project, facet="label", status="open")
     assert sum(facets.values_list("count", flat=True)) == 2  # issue 2's two labels
+    assert not IssueFacetCount.objects.filter(project=project, folded=False).exists()
+    assert IssueFacetCount.objects.filter(project=project, facet="type").exists()
     # The repository's mirror, restored from its bundle.
     assert git.branches(git.mirror_path(repository.pk)) == git.branches(
         git.mirror_path(full.repository.pk)
