@@ -31,7 +31,7 @@ COPY . .
 # Production settings need a SECRET_KEY even to collect static files; this one is used for
 # nothing else and never reaches a running container.
 RUN SECRET_KEY=collectstatic-only-not-a-runtime-secret python manage.py collectstatic --noinput \
-    && mkdir -p /app/var/git \
+    && mkdir -p /app/var/git /app/var/exports \
     && chown -R collab:collab /app/var
 
 USER collab

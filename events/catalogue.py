@@ -85,6 +85,14 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
         '{"webhook", "reason"}',
     ),
     "webhook.ping": ("POST /v1/webhooks/:id/ping (sent to that webhook only)", '{"webhook"}'),
+    "export.completed": (
+        "the worker finished an export asked with POST /v1/workspaces/:id/exports",
+        '{"export"}',
+    ),
+    "export.failed": (
+        "an export asked with POST /v1/workspaces/:id/exports could not be built",
+        '{"export"}',
+    ),
 }
 
 

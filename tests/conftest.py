@@ -109,6 +109,22 @@ def fanout_unmarked():
     _fanout_unmark()
 
 
+@pytest.fixture
+def exports_storage(settings, tmp_path):
+    """The "exports" storage in a folder of this test's own: the archives it makes are its
+    own, and gone after it. Its path is the answer."""
+    location = tmp_path / "exports"
+    settings.EXPORT_DIR = location
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "exports": {
+            **settings.STORAGES["exports"],
+            "OPTIONS": {**settings.STORAGES["exports"].get("OPTIONS", {}), "location": location},
+        },
+    }
+    return location
+
+
 @dataclass
 class World:
     acme: object

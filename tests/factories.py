@@ -1,4 +1,11 @@
+import hashlib
+import io
+import tarfile
+from datetime import timedelta
+
 import factory
+from django.core.files.base import ContentFile
+from django.core.files.storage import storages
 from django.utils import timezone
 
 from accounts import keys
@@ -7,6 +14,7 @@ from issues.services import issue_create
 from notifications import crypto
 from notifications.models import Webhook
 from projects.models import Project, ProjectMember
+from transfer.models import Export
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -140,3 +148,40 @@ class ReviewFactory(factory.django.DjangoModelFactory):
     pull_request = factory.SubFactory(PullRequestFactory)
     state = "approved"
     created_at = factory.LazyFunction(timezone.now)
+
+
+class ExportFactory(factory.django.DjangoModelFactory):
+    """A pending export; ``completed_export`` below gives one with its archive stored."""
+
+    class Meta:
+        model = Export
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+
+
+def completed_export(workspace, user, *, members: dict[str, bytes] | None = None, **fields):
+    """An export completed with a real gzip tar of ``members`` in the exports storage (for
+    the routes that read exports; the worker's own archive is tested in tests/transfer)."""
+    buffer = io.BytesIO()
+    members = members or {"manifest.json": b'{"format_version": 1}'}
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    content = buffer.getvalue()
+    export = ExportFactory(
+        workspace=workspace, created_by=user, status=Export.Status.COMPLETED, **fields
+    )
+    name = storages["exports"].save(
+        f"workspace-{workspace.pk}/export-{export.pk}.tar.gz", ContentFile(content)
+    )
+    now = timezone.now()
+    export.file_name = name
+    export.content_type = "application/gzip"
+    export.size = len(content)
+    export.sha256 = hashlib.sha256(content).hexdigest()
+    export.completed_at = fields.get("completed_at", now)
+    export.expires_at = fields.get("expires_at", now + timedelta(days=7))
+    export.save()
+    return export

@@ -185,7 +185,7 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1, port: int
 
 
 # Every queue (CELERY_TASK_ROUTES), as the worker command of docs/operations/worker.md takes them.
-QUEUES = "default,webhooks,git,analytics,email"
+QUEUES = "default,webhooks,git,analytics,email,exports"
 
 
 class Worker:

@@ -19,7 +19,7 @@ from collab.celery import app
 from tests.liveserver import QUEUES, Beat, _group_kill, wait_until
 
 ROOT = Path(settings.BASE_DIR)
-QUEUE_NAMES = ["default", "webhooks", "git", "analytics", "email"]
+QUEUE_NAMES = ["default", "webhooks", "git", "analytics", "email", "exports"]
 # The project's own apps: those installed from this repository (a new app is in it at once).
 PROJECT_APPS = tuple(
     config.name for config in django_apps.get_app_configs() if Path(config.path).parent == ROOT
@@ -44,6 +44,8 @@ EXPECTED_QUEUES = {
     "ratelimits.tasks.rate_limit_counters_purge": "default",
     "accounts.tasks.denied_tokens_purge": "default",
     "issues.tasks.facet_counts_compact": "default",
+    "transfer.tasks.export_build": "exports",
+    "transfer.tasks.exports_sweep": "exports",
 }
 
 
@@ -63,7 +65,7 @@ def queue_of(name: str, options: dict | None = None) -> str:
 # Queues ---------------------------------------------------------------------------------------
 
 
-def test_the_five_queues_are_declared_and_default_is_the_default():
+def test_the_six_queues_are_declared_and_default_is_the_default():
     assert list(app.amqp.queues) == QUEUE_NAMES
     assert app.conf.task_default_queue == "default"
     assert QUEUES.split(",") == QUEUE_NAMES, "tests/liveserver.py's workers take every queue"

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
 NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
 WORKER_COMMAND = (
-    "celery -A collab worker -Q default,git,analytics,email --loglevel INFO --concurrency 2"
+    "celery -A collab worker -Q default,git,analytics,email,exports --loglevel INFO --concurrency 2"
 )
 WEBHOOK_WORKER_COMMAND = (
     "celery -A collab worker -Q webhooks --pool threads --concurrency 32 --loglevel INFO"
@@ -153,14 +153,19 @@ def test_app_services_share_the_image_and_the_production_environment(compose, na
 
 def test_no_volume_is_shared_between_app_containers(compose):
     """Replicas share PostgreSQL and Redis only, as on separate machines: each container
-    keeps its own git mirrors in the image's data folder (a cache refilled from the origin)."""
+    keeps its own git mirrors in the image's data folder (a cache refilled from the origin).
+    The one exception is the export archives, which a worker writes and any web replica
+    serves: the "exports" volume, mounted by those two services at EXPORT_DIR's default."""
+    shares_exports = {"web", "worker"}
     for name in APP_SERVICES:
         service = compose["services"][name]
-        assert not service.get("volumes"), name
+        expected = ["exports:/app/var/exports"] if name in shares_exports else []
+        assert service.get("volumes", []) == expected, name
         assert "GIT_STORAGE_DIR" not in service["environment"], name
-    assert set(compose["volumes"]) == {"postgres-data", "redis-data"}
-    # Created in the image, owned by the service's user, so the container can write it.
-    assert "mkdir -p /app/var/git" in (ROOT / "Dockerfile").read_text()
+    assert set(compose["volumes"]) == {"exports", "postgres-data", "redis-data"}
+    # Created in the image, owned by the service's user, so the container can write it (a new
+    # named volume takes the ownership of the folder it is mounted on).
+    assert "mkdir -p /app/var/git /app/var/exports" in (ROOT / "Dockerfile").read_text()
 
 
 def test_replicas_two_web_two_workers_one_beat(compose):

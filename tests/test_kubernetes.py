@@ -30,7 +30,7 @@ SECRET_EXAMPLE = KUBERNETES / "secret.example.yaml"
 KUBERNETES_VERSION = "1.30"
 
 WORKER_COMMAND = (
-    "celery -A collab worker -Q default,git,analytics,email --loglevel INFO --concurrency 2"
+    "celery -A collab worker -Q default,git,analytics,email,exports --loglevel INFO --concurrency 2"
 )
 WEBHOOK_WORKER_COMMAND = (
     "celery -A collab worker -Q webhooks --pool threads --concurrency 32 --loglevel INFO"

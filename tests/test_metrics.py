@@ -59,6 +59,7 @@ def test_loopback_reads_the_metrics_labelled_by_route_template(world):
         "git",
         "analytics",
         "email",
+        "exports",
     }
 
 

@@ -129,7 +129,7 @@ def test_a_prefork_worker_counts_every_task_and_serves_its_metrics(tmp_path):
         assert value(found, "collab_task_duration_seconds_count", **labels) == 12
         assert {
             dict(labels)["queue"] for name, labels in found if name == "collab_queue_length"
-        } == {"default", "webhooks", "git", "analytics", "email"}
+        } == {"default", "webhooks", "git", "analytics", "email", "exports"}
         assert http_get(metrics_port, "/other")[0] == 404
     finally:
         worker.stop()

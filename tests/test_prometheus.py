@@ -27,7 +27,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.live,
 ]
-QUEUES = {"default", "webhooks", "git", "analytics", "email"}
+QUEUES = {"default", "webhooks", "git", "analytics", "email", "exports"}
 REQUESTS = 40
 TASKS = 6
 TASK = "ratelimits.tasks.rate_limit_counters_purge"

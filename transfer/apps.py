@@ -7,3 +7,8 @@ class TransferConfig(AppConfig):
 
     name = "transfer"
     verbose_name = "Export, import and backups"
+
+    def ready(self) -> None:
+        # Registered now: services queue an export's build by name, and a web process imports
+        # no tasks module otherwise (only a worker discovers them).
+        from . import tasks  # noqa: F401

@@ -266,6 +266,7 @@ LEFT_OUT: dict[str, str] = {
     "sessions.Session": "sign-ins to this instance's admin site",
     "token_blacklist.BlacklistedToken": "refresh tokens of this instance",
     "token_blacklist.OutstandingToken": "refresh tokens of this instance",
+    "transfer.Export": "archives of this instance's exports, kept for days in its own storage",
 }
 
 

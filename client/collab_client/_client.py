@@ -16,7 +16,7 @@ from typing import Any, Self
 import httpx
 
 from . import _stream, resources
-from ._core import BaseClient, Call, RetryPolicy, Session, clean_params
+from ._core import BaseClient, Call, RetryPolicy, Session, clean_params, download_sink
 from .errors import CollabError, error_from_response
 from .models import Event
 from .pagination import AsyncPager, Pager
@@ -68,6 +68,7 @@ class Collab(BaseClient):
         self.users = resources.Users(self)
         self.workspaces = resources.Workspaces(self)
         self.invitations = resources.Invitations(self)
+        self.exports = resources.Exports(self)
         self.api_keys = resources.ApiKeys(self)
         self.rate_limit = resources.RateLimitResource(self)
         self.auth = resources.Auth(self)
@@ -169,6 +170,27 @@ class Collab(BaseClient):
         state = _stream.StreamState(params=clean_params(params) or {}, **options)
         return _stream.stream_events(self, state)
 
+    def download(self, path: str, destination: Any) -> int:
+        """GET ``path`` and write its body into ``destination`` (a path, or a file open for
+        bytes) as it arrives, never whole in memory; answers the bytes written. An error
+        answer raises its exception and writes nothing."""
+        call = self._call("GET", path)
+        self._refresh_if_stale(call)
+        try:
+            with self._http.stream("GET", path, headers=self._auth_headers(call)) as response:
+                self._note(response)
+                if response.status_code >= 400:
+                    response.read()
+                    raise error_from_response(response)
+                written = 0
+                with download_sink(destination) as out:
+                    for chunk in response.iter_bytes():
+                        out.write(chunk)
+                        written += len(chunk)
+        except httpx.TransportError as exc:
+            raise self._connection_error(exc) from exc
+        return written
+
     # Lifetime -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -227,6 +249,7 @@ class AsyncCollab(BaseClient):
         self.users = resources.AsyncUsers(self)
         self.workspaces = resources.AsyncWorkspaces(self)
         self.invitations = resources.AsyncInvitations(self)
+        self.exports = resources.AsyncExports(self)
         self.api_keys = resources.AsyncApiKeys(self)
         self.rate_limit = resources.AsyncRateLimitResource(self)
         self.auth = resources.AsyncAuth(self)
@@ -323,6 +346,24 @@ class AsyncCollab(BaseClient):
     def stream(self, params: dict[str, Any], **options: Any) -> AsyncIterator[Event]:
         state = _stream.StreamState(params=clean_params(params) or {}, **options)
         return _stream.astream_events(self, state)
+
+    async def download(self, path: str, destination: Any) -> int:
+        call = self._call("GET", path)
+        await self._refresh_if_stale(call)
+        try:
+            async with self._http.stream("GET", path, headers=self._auth_headers(call)) as response:
+                self._note(response)
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_from_response(response)
+                written = 0
+                with download_sink(destination) as out:
+                    async for chunk in response.aiter_bytes():
+                        out.write(chunk)
+                        written += len(chunk)
+        except httpx.TransportError as exc:
+            raise self._connection_error(exc) from exc
+        return written
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -5,12 +5,17 @@ The two clients differ only in how they send and wait (``_client.py``); every de
 made here, once.
 """
 
+import os
 import random
+import tempfile
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 from urllib.parse import urlencode
 
 import httpx
@@ -19,7 +24,16 @@ from ._types import UNSET, ListOf
 from ._version import __version__
 from .errors import APIConnectionError, CollabError, error_from_response, retry_after_seconds
 
-__all__ = ["UNSET", "BaseClient", "Call", "ListOf", "RateLimit", "RetryPolicy", "Session"]
+__all__ = [
+    "UNSET",
+    "BaseClient",
+    "Call",
+    "ListOf",
+    "RateLimit",
+    "RetryPolicy",
+    "Session",
+    "download_sink",
+]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # Answers worth asking again: the rate limit (429: refused before anything ran, so safe for
@@ -306,3 +320,23 @@ def parse(model: Any, body: Any, etag: str | None = None) -> Any:
     record = model.from_dict(data)
     record.etag = etag
     return record
+
+
+@contextmanager
+def download_sink(destination: Any) -> Iterator[IO[bytes]]:
+    """Where a download is written: a file already open for bytes, as it is; a path, through a
+    temporary file beside it that takes its name only once complete, so a download cut off
+    never leaves a truncated file under the name asked for."""
+    if hasattr(destination, "write"):
+        with nullcontext(destination) as out:
+            yield out
+        return
+    target = Path(destination)
+    handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            yield out
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise

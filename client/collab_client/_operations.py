@@ -90,4 +90,8 @@ OPERATIONS: dict[str, str] = {
     "workspaces_members_partial_update": "members.update",
     "workspaces_members_destroy": "members.remove",
     "workspaces_dashboard_retrieve": "dashboard.workspace",
+    "workspaces_exports_list": "exports.list",
+    "workspaces_exports_create": "exports.create",
+    "workspaces_exports_retrieve": "exports.get",
+    "workspaces_exports_download_retrieve": "exports.download",
 }

@@ -35,6 +35,9 @@ class Resource:
     def _stream(self, params: dict[str, Any], **options: Any) -> Iterator[Any]:
         return self._client.stream(params, **options)
 
+    def _download(self, path: str, destination: Any) -> int:
+        return self._client.download(path, destination)
+
 
 class AsyncResource:
     """A group of operations of the asynchronous client."""
@@ -56,3 +59,6 @@ class AsyncResource:
 
     def _stream(self, params: dict[str, Any], **options: Any) -> AsyncIterator[Any]:
         return self._client.stream(params, **options)
+
+    def _download(self, path: str, destination: Any) -> Awaitable[int]:
+        return self._client.download(path, destination)

@@ -6,6 +6,7 @@
     collab issues create --project 1 --title "Broken build" --label bug --label ci
     collab keys create --name ci --scope issues:read --expires-in 90d   # signs in (JWT)
     collab events tail --project 1 --types 'issue.*'
+    collab export create --workspace 1 --output acme.tar.gz   # waits, then downloads
 
 Output is an aligned table, or ``--json`` (one JSON document; ``events tail`` prints one
 event per line). Errors go to stderr as ``CODE: message`` with exit status 1 (2 for usage).
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,7 +31,10 @@ COLUMNS = {
     "keys": ["id", "name", "prefix", "scopes", "expires_at", "revoked"],
     "workspaces": ["id", "name", "slug", "role"],
     "users": ["id", "email", "name", "role", "status"],
+    "exports": ["id", "status", "created_at", "completed_at", "size", "expires_at", "error"],
 }
+# How often ``export create --wait`` asks whether the archive is built.
+EXPORT_POLL_SECONDS = 1.0
 
 
 def _plain(value: Any) -> Any:
@@ -146,6 +151,8 @@ def run(args: argparse.Namespace) -> None:
             _show(created, args, "issues")
         elif command == ("issues", "close"):
             _show(client.issues.update(args.id, status="closed"), args, "issues")
+        elif args.resource == "export":
+            _export(client, args)
         elif command == ("workspaces", "list"):
             _show(_limit(client.workspaces.list(), args.limit), args, "workspaces")
         elif command == ("events", "tail"):
@@ -157,6 +164,46 @@ def run(args: argparse.Namespace) -> None:
                     print(json.dumps(event.to_dict(), sort_keys=True), flush=True)
                 else:
                     print(f"{event.id}  {event.created_at}  {event.type}", flush=True)
+
+
+def _export(client: Collab, args: argparse.Namespace) -> None:
+    workspace = args.workspace
+    if args.action == "list":
+        _show(_limit(client.exports.list(workspace), args.limit), args, "exports")
+        return
+    if args.action == "create":
+        export = client.exports.create(workspace, include_events=args.include_events)
+        export_id = export.id
+        if export_id is None:
+            raise SystemExit("collab: the server answered no export id")
+        if args.wait or args.output:
+            export = _export_wait(client, workspace, export_id, args.timeout)
+        if args.output:
+            written = client.exports.download(workspace, export_id, to=args.output)
+            print(f"Wrote export {export_id} ({written} bytes) to {args.output}.", file=sys.stderr)
+        _show(export, args, "exports")
+        return
+    if args.action == "get":
+        _show(client.exports.get(workspace, args.id), args, "exports")
+        return
+    written = client.exports.download(workspace, args.id, to=args.output)
+    print(f"Wrote export {args.id} ({written} bytes) to {args.output}.", file=sys.stderr)
+
+
+def _export_wait(client: Collab, workspace: int, export_id: int, timeout: float) -> Any:
+    """The export once a worker has finished it; a failed one (or none in time) is an error."""
+    deadline = time.monotonic() + timeout
+    while True:
+        export = client.exports.get(workspace, export_id)
+        if export.status == "completed":
+            return export
+        if export.status == "failed":
+            raise SystemExit(f"collab: export {export_id} failed: {export.error}")
+        if time.monotonic() >= deadline:
+            raise SystemExit(
+                f"collab: export {export_id} is still {export.status} after {timeout:g} s"
+            )
+        time.sleep(EXPORT_POLL_SECONDS)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -212,6 +259,23 @@ def parser() -> argparse.ArgumentParser:
     keys.add_parser("list", parents=[common, sign_in])
     revoke = keys.add_parser("revoke", parents=[common, sign_in])
     revoke.add_argument("id", type=int)
+
+    export = resources.add_parser("export", help="a workspace as one archive").add_subparsers(
+        dest="action", required=True
+    )
+    in_workspace = argparse.ArgumentParser(add_help=False)
+    in_workspace.add_argument("--workspace", type=int, required=True)
+    create = export.add_parser("create", parents=[common, in_workspace])
+    create.add_argument("--include-events", action="store_true", help="the event log too")
+    create.add_argument("--wait", action="store_true", help="until it is built (or failed)")
+    create.add_argument("--output", help="wait, then download the archive to this file")
+    create.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+    export.add_parser("list", parents=[common, in_workspace])
+    get = export.add_parser("get", parents=[common, in_workspace])
+    get.add_argument("id", type=int)
+    download = export.add_parser("download", parents=[common, in_workspace])
+    download.add_argument("id", type=int)
+    download.add_argument("--output", required=True, help="the file to write")
 
     events = resources.add_parser("events").add_subparsers(dest="action", required=True)
     tail = events.add_parser("tail", parents=[common])

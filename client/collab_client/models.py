@@ -33,6 +33,8 @@ __all__ = [
     "EmailStatus",
     "Event",
     "EventKind",
+    "Export",
+    "ExportStatus",
     "Invitation",
     "InvitationStatus",
     "Issue",
@@ -78,6 +80,7 @@ __all__ = [
 
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 EmailStatus = Literal["queued", "sent", "failed"]
+ExportStatus = Literal["pending", "running", "completed", "failed"]
 InvitationStatus = Literal["pending", "accepted", "revoked", "expired"]
 IssueStatus = Literal["open", "in_progress", "closed"]
 Method = Literal["merge", "squash", "fast_forward"]
@@ -318,6 +321,21 @@ class EventKind(Model):
     type: str | None = None
     emitted_by: str | None = None
     data: str | None = None
+
+
+@dataclass(kw_only=True)
+class Export(Model):
+    id: int | None = None
+    workspace_id: int | None = None
+    status: ExportStatus | None = None
+    created_at: str | None = None
+    completed_at: str | None = None
+    size: int | None = None
+    expires_at: str | None = None
+    error: str | None = None
+    include_events: bool | None = None
+    sha256: str | None = None
+    created_by_id: int | None = None
 
 
 @dataclass(kw_only=True)

@@ -15,8 +15,9 @@ import builtins
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._resource import AsyncResource, Resource
 from ._types import UNSET
@@ -33,6 +34,7 @@ from .models import (
     DeliveryDetail,
     Event,
     EventKind,
+    Export,
     Invitation,
     Issue,
     IssueBulkResult,
@@ -65,6 +67,7 @@ __all__ = [
     "AsyncDashboardResource",
     "AsyncDeliveries",
     "AsyncEvents",
+    "AsyncExports",
     "AsyncInvitations",
     "AsyncIssues",
     "AsyncLabels",
@@ -84,6 +87,7 @@ __all__ = [
     "DashboardResource",
     "Deliveries",
     "Events",
+    "Exports",
     "Invitations",
     "Issues",
     "Labels",
@@ -479,6 +483,68 @@ class AsyncEvents(AsyncResource):
             on_resync=on_resync,
             max_reconnects=max_reconnects,
         )
+
+
+class Exports(Resource):
+    def create(
+        self, workspace_id: int, *, include_events: bool = UNSET, idempotency_key: str | None = None
+    ) -> Export:
+        """Ask for an archive of the whole workspace: answered at once (202) with the export
+        `pending`; a worker builds it, then it is `completed` (or `failed`), and the events
+        `export.completed` or `export.failed` say so."""
+        return self._one(
+            Export,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/exports",
+            json={"include_events": include_events},
+            idempotency_key=idempotency_key,
+        )
+
+    def download(
+        self, workspace_id: int, export_id: int, *, to: str | os.PathLike[str] | BinaryIO
+    ) -> int:
+        """Write the completed export's archive into ``to`` (a path, or a file open for bytes)
+        as it streams in; answers the bytes written. ``Conflict`` until it is completed."""
+        return self._download(f"/v1/workspaces/{workspace_id}/exports/{export_id}/download", to)
+
+    def get(self, workspace_id: int, export_id: int) -> Export:
+        """One export: its status and, once completed, its size, digest and expiry."""
+        return self._one(Export, "GET", f"/v1/workspaces/{workspace_id}/exports/{export_id}")
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> Pager[Export]:
+        """The workspace's exports, the newest first."""
+        return self._page(Export, f"/v1/workspaces/{workspace_id}/exports", per_page=per_page)
+
+
+class AsyncExports(AsyncResource):
+    def create(
+        self, workspace_id: int, *, include_events: bool = UNSET, idempotency_key: str | None = None
+    ) -> Awaitable[Export]:
+        """Ask for an archive of the whole workspace: answered at once (202) with the export
+        `pending`; a worker builds it, then it is `completed` (or `failed`), and the events
+        `export.completed` or `export.failed` say so."""
+        return self._one(
+            Export,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/exports",
+            json={"include_events": include_events},
+            idempotency_key=idempotency_key,
+        )
+
+    def download(
+        self, workspace_id: int, export_id: int, *, to: str | os.PathLike[str] | BinaryIO
+    ) -> Awaitable[int]:
+        """Write the completed export's archive into ``to`` (a path, or a file open for bytes)
+        as it streams in; answers the bytes written. ``Conflict`` until it is completed."""
+        return self._download(f"/v1/workspaces/{workspace_id}/exports/{export_id}/download", to)
+
+    def get(self, workspace_id: int, export_id: int) -> Awaitable[Export]:
+        """One export: its status and, once completed, its size, digest and expiry."""
+        return self._one(Export, "GET", f"/v1/workspaces/{workspace_id}/exports/{export_id}")
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> AsyncPager[Export]:
+        """The workspace's exports, the newest first."""
+        return self._page(Export, f"/v1/workspaces/{workspace_id}/exports", per_page=per_page)
 
 
 class Invitations(Resource):

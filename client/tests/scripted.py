@@ -12,6 +12,11 @@ class Answer:
     body: dict | None = None
     headers: dict[str, str] = field(default_factory=dict)
     drop: bool = False  # close the connection without answering
+    # A body sent as it is (a file's bytes) instead of the JSON of ``body``; ``cut`` of them
+    # withheld: the connection closes short of the Content-Length announced.
+    raw: bytes | None = None
+    content_type: str = "application/octet-stream"
+    cut: int = 0
 
 
 @dataclass
@@ -47,15 +52,25 @@ class ScriptedServer:
                     self.close_connection = True
                     self.connection.close()
                     return
-                payload = json.dumps(
-                    answer.body if answer.body is not None else {"success": True, "data": None}
-                ).encode()
+                if answer.raw is not None:
+                    payload, content_type = answer.raw, answer.content_type
+                else:
+                    payload = json.dumps(
+                        answer.body if answer.body is not None else {"success": True, "data": None}
+                    ).encode()
+                    content_type = "application/json"
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in answer.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                if answer.cut:
+                    self.wfile.write(payload[: -answer.cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 self.wfile.write(payload)
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815

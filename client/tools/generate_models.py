@@ -213,8 +213,9 @@ import builtins
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._resource import AsyncResource, Resource
 from ._types import UNSET
@@ -449,6 +450,17 @@ CUSTOM: dict[str, tuple[tuple[str, ...], str]] = {
             content=body,
             headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"},
         )
+''',
+    ),
+    "exports.download": (
+        (),
+        '''
+    def download(
+        self, workspace_id: int, export_id: int, *, to: str | os.PathLike[str] | BinaryIO
+    ) -> R[int]:
+        """Write the completed export's archive into ``to`` (a path, or a file open for bytes)
+        as it streams in; answers the bytes written. ``Conflict`` until it is completed."""
+        return self._download(f"/v1/workspaces/{workspace_id}/exports/{export_id}/download", to)
 ''',
     ),
     "events.stream": (

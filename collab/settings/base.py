@@ -453,8 +453,8 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # the request and run in a separate worker process, with no server to install.
 #
 # Queues by kind, so that a flood of one kind cannot starve the others: a worker consumes the
-# queues it is given (`celery -A collab worker -Q default,webhooks,git,analytics,email` for all
-# five, which is also what a worker without -Q takes); workers given one queue each isolate
+# queues it is given (`celery -A collab worker -Q default,webhooks,git,analytics,email,exports`
+# for all six, which is also what a worker without -Q takes); workers given one queue each isolate
 # them. Routes live here, by task name, never in the task decorators; tests/test_celery_cluster
 # checks that every task is listed. Tasks are acknowledged after they run (acks_late, and
 # reject_on_worker_lost): a task whose worker dies runs again, so every task is safe to run
@@ -507,6 +507,14 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                         UPDATE (a lease) before it queues its sync
 # comments.tasks.
 #   mentions_sweep             email      it only queues mentions_notify, which emails once
+# transfer.tasks.
+#   export_build               exports    it claims the export with a conditional UPDATE (a
+#                                         lease): a second run finds it taken, or finished;
+#                                         one cut off by a dead worker builds it again once
+#                                         its lease lapses, into a file of a new name
+#   exports_sweep              exports    it deletes expired exports by age (file, then row)
+#                                         and queues export_build again for exports whose
+#                                         task was lost; the claim above keeps one build
 #
 # A task taken by a worker that is killed is lost on the embedded default's broker (kombu's
 # filesystem transport deletes a message as it hands it over); with Redis it comes back after
@@ -517,6 +525,8 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 #                                   GIT_SYNC_STUCK_SECONDS; and repositories_sync_all
 #   mentions_notify                 mentions_sweep (beat): mentions not emailed after
 #                                   MENTIONS_SWEEP_GRACE_SECONDS
+#   export_build                    exports_sweep (beat): exports pending for longer than
+#                                   EXPORT_SWEEP_GRACE_SECONDS, or running past their lease
 #   analytics_rollup_project        analytics_rollup_all's next run (beat) recomputes them
 #   every periodic task             its own next run (beat)
 #   invitation_send_email           invitations_email_sweep (beat): pending invitations whose
@@ -534,10 +544,56 @@ INVITATION_EMAIL_SWEEP_SECONDS = env.float("INVITATION_EMAIL_SWEEP_SECONDS", def
 INVITATION_EMAIL_SWEEP_GRACE_SECONDS = env.float(
     "INVITATION_EMAIL_SWEEP_GRACE_SECONDS", default=3600.0
 )
+# Workspace exports over HTTP (transfer/, docs/operations/backups-and-moving-data.md). The
+# archives are kept in the "exports" storage: a folder (EXPORT_DIR; on several nodes, one that
+# every node mounts) or, with EXPORT_STORAGE=s3, an S3-compatible bucket through
+# django-storages. Its credentials are boto3's own: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+# from the environment, or an instance or pod role; never read here.
+EXPORT_RETENTION_DAYS = env.int("EXPORT_RETENTION_DAYS", default=7)
+EXPORT_STORAGE = env.str("EXPORT_STORAGE", default="filesystem")
+EXPORT_DIR = Path(env.str("EXPORT_DIR", default=str(DATA_DIR / "exports")))
+# Where the worker writes an archive before handing it to the storage (default: the system's).
+EXPORT_TEMP_DIR = env.str("EXPORT_TEMP_DIR", default="") or None
+# The longest one export may build (the exports queue's soft time limit); its worker holds the
+# export this long plus a margin (its lease) before the sweep may hand it to another.
+EXPORT_TIME_LIMIT_SECONDS = env.int("EXPORT_TIME_LIMIT_SECONDS", default=3600)
+EXPORT_SWEEP_SECONDS = env.float("EXPORT_SWEEP_SECONDS", default=600.0)
+EXPORT_SWEEP_GRACE_SECONDS = env.float("EXPORT_SWEEP_GRACE_SECONDS", default=900.0)
+if EXPORT_STORAGE == "filesystem":
+    _exports_storage: dict = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        # Archives are never served as static files: no URL, and owner-only permissions.
+        "OPTIONS": {
+            "location": str(EXPORT_DIR),
+            "base_url": None,
+            "file_permissions_mode": 0o600,
+            "directory_permissions_mode": 0o700,
+        },
+    }
+elif EXPORT_STORAGE == "s3":
+    _exports_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env.str("AWS_STORAGE_BUCKET_NAME"),
+            "location": env.str("AWS_LOCATION", default="exports"),
+            "endpoint_url": env.str("AWS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("AWS_S3_REGION_NAME", default="") or None,
+            "default_acl": None,
+            "file_overwrite": False,
+        },
+    }
+else:
+    raise ImproperlyConfigured(f"EXPORT_STORAGE must be filesystem or s3, not {EXPORT_STORAGE!r}.")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "exports": _exports_storage,
+}
+
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = {
     name: {"exchange": name, "routing_key": name}
-    for name in ("default", "webhooks", "git", "analytics", "email")
+    for name in ("default", "webhooks", "git", "analytics", "email", "exports")
 }
 CELERY_TASK_ROUTES = {
     "notifications.tasks.event_fanout": {"queue": "webhooks"},
@@ -557,6 +613,8 @@ CELERY_TASK_ROUTES = {
     "gitintegration.tasks.repository_sync_task": {"queue": "git"},
     "gitintegration.tasks.repositories_sync_all": {"queue": "git"},
     "gitintegration.tasks.repositories_sweep": {"queue": "git"},
+    "transfer.tasks.export_build": {"queue": "exports"},
+    "transfer.tasks.exports_sweep": {"queue": "exports"},
 }
 # Time limits (prefork pool): at the soft limit the task gets SoftTimeLimitExceeded (its open
 # transaction rolls back), a minute later its process is killed: a hung call (an SMTP server
@@ -564,12 +622,13 @@ CELERY_TASK_ROUTES = {
 # the repository's lock (held at most GIT_TIMEOUT_SECONDS * 4 + 30 s), then fetch, ask for the
 # origin's HEAD and read new history (up to GIT_TIMEOUT_SECONDS * 4): twelve git timeouts
 # leave room for all of it, so git's own timeouts fire first. A full analytics recount of a
-# large project is the longest of the rest.
+# large project is the longest of the rest, but for a workspace's export (EXPORT_TIME_LIMIT).
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=900)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 _soft_limits_by_queue = {
     "git": GIT_TIMEOUT_SECONDS * 12 + 60,
     "analytics": env.int("ANALYTICS_TASK_SOFT_TIME_LIMIT", default=1800),
+    "exports": EXPORT_TIME_LIMIT_SECONDS,
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {
@@ -669,6 +728,8 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "accounts.tasks.invitations_email_sweep",
         "schedule": INVITATION_EMAIL_SWEEP_SECONDS,
     },
+    # Expired exports purged (file and row); exports whose task was lost queued again.
+    "exports-sweep": {"task": "transfer.tasks.exports_sweep", "schedule": EXPORT_SWEEP_SECONDS},
 }
 CELERY_TIMEZONE = "UTC"
 # A broker that is down must not hold a request for long: the sweeper covers what fails here.

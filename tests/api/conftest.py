@@ -11,13 +11,14 @@ from tests.factories import (
     PullRequestFactory,
     RepositoryFactory,
     WebhookFactory,
+    completed_export,
     make_api_key,
     make_issue,
 )
 
 
 @pytest.fixture
-def swept(world):
+def swept(world, exports_storage):
     """The world, with one of every record a route's path can name."""
     issue = make_issue(world.project, actor=world.owner, title="Swept issue", labels=["bug"])
     label = issue.labels.get()
@@ -43,7 +44,9 @@ def swept(world):
     if key_id is None:
         make_api_key(world.owner, ["users:read"], name="listed")
         key_id = world.owner.api_keys.get().pk
+    export = completed_export(world.acme, world.owner)
     ids = {
+        "export": export.pk,
         "project": world.project.pk,
         "admin": world.admin.pk,
         "issue": issue.pk,

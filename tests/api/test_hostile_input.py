@@ -105,6 +105,7 @@ def _concrete(path: str, ids: dict) -> str:
         "delivery_id": ids["delivery"],
         "invitation_id": ids["invitation"],
         "user_id": ids["user"],
+        "export_id": ids["export"],
     }
     return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), path)
 
@@ -225,6 +226,7 @@ VALID_BODIES = {
     "MembershipUpdateRequest": {"role": "viewer"},
     "WebhookUpdateRequest": {},
     "PullRequestUpdateRequest": {},
+    "ExportCreateRequest": {"include_events": False},
 }
 HOSTILE_FIELD_VALUES = (
     "\x00",

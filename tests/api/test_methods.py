@@ -104,6 +104,7 @@ def _path(name: str, regex: str, ids: dict) -> str:
         "delivery_id": ids["delivery"],
         "invitation_id": ids["invitation"],
         "user_id": ids["user"],
+        "export_id": ids["export"],
     }
     path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: str(values[m.group(1)]), regex)
     return "/" + path.replace("^", "").replace("$", "") + REQUIRED_QUERY.get(name, "")

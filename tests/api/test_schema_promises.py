@@ -248,6 +248,9 @@ def _bodies(world, origin, receiver) -> dict[str, dict]:
         "webhooks_ping_create": {},
         "webhooks_deliveries_redeliver_create": {},
         "workspaces_invitations_create": {"email": "linked@example.test"},
+        # Answers 202; built at once here (the walk runs what a commit queues), so the
+        # workspace's list of exports has an item to follow.
+        "workspaces_exports_create": {},
         "pulls_merge_create": {},
     }
 
@@ -270,7 +273,7 @@ def _route(document, location: str) -> tuple[str | None, dict[str, int]]:
 
 
 def test_links_lead_from_real_answers_to_what_they_name(
-    world, origin, receiver, settings, tmp_path, django_capture_on_commit_callbacks
+    world, origin, receiver, settings, tmp_path, django_capture_on_commit_callbacks, exports_storage
 ):
     """A walk over the links from the creates that need no path parameter: each answer's
     link expressions are evaluated on its body, and the target is called. A create answering

@@ -42,9 +42,11 @@ from gitintegration import services as git_services
 from projects.models import Project
 from tests.factories import (
     PASSWORD,
+    ExportFactory,
     MembershipFactory,
     ProjectFactory,
     UserFactory,
+    completed_export,
     make_api_key,
 )
 from tests.openapi import inlined
@@ -55,6 +57,7 @@ schema = schemathesis.openapi.from_wsgi("/v1/schema", application)
 # The event stream never ends, so it cannot be fetched whole; tests/notifications/test_stream.py
 # checks its answers (errors in the envelope, frames) with a real SSE client.
 STREAM = "/v1/events/stream"
+DOWNLOAD = "/v1/workspaces/{workspace_id}/exports/{export_id}/download"
 fuzzed = schema.exclude(path=STREAM)
 # A stale If-Match is answered 412 before the body is read (RFC 9110, section 13.2.1): for a
 # request that is also invalid in its body, 412 is as much a refusal as 422.
@@ -115,12 +118,13 @@ def git_world(world, origin):
 
 
 @pytest.fixture
-def ids(world, tmp_path, settings, origin) -> dict[str, list[int]]:
+def ids(world, tmp_path, settings, origin, exports_storage) -> dict[str, list[int]]:
     """The rows requests are steered onto, by kind of identifier.
 
     Beyond the conftest world: an archived project (writes under it answer 409), a public
     project of another workspace (visible, not writable), a pending invitation, a
-    second, revoked key of the owner, and a real git repository with a pull request.
+    second, revoked key of the owner, a real git repository with a pull request, and an
+    export completed (its archive stored) beside one still pending.
     """
     settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
     archived = ProjectFactory(
@@ -141,7 +145,12 @@ def ids(world, tmp_path, settings, origin) -> dict[str, list[int]]:
     make_api_key(world.owner, ["projects:read"], revoked=True, name="old key")
     users = [world.owner, world.admin, world.developer, world.viewer, world.outsider, invitee]
     repository, pull = git_world(world, origin)
+    exports = [
+        completed_export(world.acme, world.owner).pk,
+        ExportFactory(workspace=world.acme, created_by=world.owner).pk,
+    ]
     return {
+        "export": exports,
         "repository": [repository.pk],
         "pull": [pull.pk],
         "project": [world.project.pk, archived.pk, public.pk, world.other_project.pk],
@@ -171,6 +180,7 @@ def _kind(path: str, name: str) -> str | None:
         "projects": "project",
         "repository_id": "repository",
         "pull_id": "pull",
+        "export_id": "export",
     }.get(name)
 
 
@@ -287,6 +297,9 @@ def test_every_response_is_documented_as_the_envelope():
         for status, response in operation["responses"].items():
             if path == STREAM and status == "200":
                 assert list(response["content"]) == ["text/event-stream"]
+                continue
+            if path == DOWNLOAD and status == "200":  # an export's archive, as stored
+                assert list(response["content"]) == ["application/gzip"]
                 continue
             if status == "304":  # a conditional GET's "not modified": no body at all
                 assert method == "GET" and "content" not in response, (method, path)

@@ -310,3 +310,9 @@ def comment_model(pk):
     from comments.models import Comment
 
     return Comment.objects.get(pk=pk)
+
+
+@pytest.fixture(autouse=True)
+def _exports_here(exports_storage):
+    """Every test of exports keeps its archives in a folder of its own."""
+    return exports_storage
