@@ -45,11 +45,13 @@ from tests.factories import (
     ReviewFactory,
     WebhookFactory,
     WorkspaceFactory,
+    completed_export,
     make_api_key,
     make_issue,
 )
 from tests.gitorigin import Origin
 from tests.openapi import inlined
+from transfer.models import Export
 
 CURSOR = re.compile(CURSOR_PATTERN)
 PAGE_META = {"total", "page", "per_page", "current_page", "total_pages", "total_count"}
@@ -161,6 +163,12 @@ def crowd(swept, tmp_path, settings, five_commits):
             role="viewer",
             projects=[],
         )
+    # Exports: the swept one and three more, two of them made at the same time.
+    same_time = timezone.now() - timedelta(days=1)
+    for n in range(3):
+        export = completed_export(world.acme, world.owner)
+        if n:
+            Export.objects.filter(pk=export.pk).update(created_at=same_time)
     webhook = project.webhooks.get(pk=known["webhook"])
     WebhookFactory.create_batch(3, project=project, created_by=world.owner)
     for n in range(3):
@@ -227,6 +235,7 @@ LISTS = {
     "workspaces_list": ("/v1/workspaces", False),
     "workspaces_invitations_list": ("/v1/workspaces/{workspace}/invitations", False),
     "workspaces_members_list": ("/v1/workspaces/{workspace}/members", False),
+    "workspaces_exports_list": ("/v1/workspaces/{workspace}/exports", False),
     "search_list": ("/v1/search?q=crowd", False),
 }
 # Variants of the lists above whose rows come another way: git's order of a branch.
