@@ -67,13 +67,14 @@ STEERED = {
 # none since the test gives the run what it could not draw.
 UNREACHABLE: dict[str, str] = {}
 # What the stateful phase must at least do. Its steps are drawn at random, and what a server
-# answers (its identifiers) changes the draws that follow: with this seed and 40 scenarios it
-# followed 64 of the schema's links and reached 56 of the 64 operations that have a create, run
-# after run (the other 8 in runs with other draws); with the exports' six links more to spread
-# over, 49 to 53, hence 50 scenarios (tests/fuzz/schemathesis.toml). The floors leave room
-# for other draws.
-LINKS_FOLLOWED_AT_LEAST = 50
-REACHED_AT_LEAST = 46
+# answers (its identifiers, and how soon the worker got to a sync or an export) changes the
+# draws that follow. With this seed and bound, before a workspace's exports added six links to
+# the schema, it followed 64 links and reached 56 of the 64 operations that have a create;
+# since, the same draws spread over more rules: 53 links and 49 of 68 operations on a quiet
+# machine, 49 links beside the whole suite on a slow one. (50 scenarios instead of 40 drew
+# worse, 47 and 46: more is not more here.) The floors leave room for such draws.
+LINKS_FOLLOWED_AT_LEAST = 45
+REACHED_AT_LEAST = 44
 # Answers that say the operation found what its path names: any success, and the refusals
 # made on the state or the body of a resource that exists (a 400 or a 404 may come before).
 FOUND = {409, 412, 422}
