@@ -12,23 +12,18 @@ out of positive cases; negative ones (an empty cursor, a character outside the a
 drawn, and must be refused.
 
 Some creates take a value that names something outside the request, which no generator can
-draw: a git remote this server can fetch, a webhook receiver whose host resolves, another user
-of the workspace, two branches of the repository. The test that runs ``st`` makes them and
-names them in the environment (``COLLAB_FUZZ_*``, below); the stateful phase's positive cases
-take them, so that its scenarios go on to what those creates link to (a repository's pull
-requests, a webhook's deliveries, a project member). A repository's first sync is waited for,
-as a client does, and a push notification is signed with the repository's secret, which only
-the create's answer holds, as the git server that sends it would. The other phases go as
-drawn, and so does a run whose environment names none of them (one by hand).
+draw (tests/fuzz/steering.py): the stateful phase's positive cases take them, so that its
+scenarios go on to what those creates link to (a repository's pull requests, a webhook's
+deliveries, a project member). A repository's first sync is waited for, as a client does, and a
+push notification is signed with the repository's secret, which only the create's answer holds,
+as the git server that sends it would. The other phases go as drawn, and so does a run whose
+environment names none of them (one by hand).
 
 ``DELETE /v1/api-keys/{id}`` revokes the key, which stays readable, shown revoked (``revoked``,
 ``revoked_at``: docs/guide/authentication.md). A read after the delete that shows the key
 revoked is no use after free; one that shows it still valid is.
 """
 
-import hashlib
-import hmac
-import itertools
 import os
 import re
 import time
@@ -37,51 +32,27 @@ from urllib.parse import urljoin
 
 import requests
 import schemathesis
-from requests.models import complexjson
+
+from tests.fuzz.steering import PUSH, REPOSITORIES, Steering, push_signature
 
 HEADER = "Idempotency-Key"
 VALID = re.compile(r"[!-~]{1,255}")
-
-
-def _pulls() -> itertools.cycle | None:
-    """Head and base pairs in turn: a pair with a pull request open is refused (422) until
-    it closes, so each create tries the next one."""
-    pairs = [pair.split(":", 1) for pair in os.environ.get("COLLAB_FUZZ_PULLS", "").split()]
-    return itertools.cycle(pairs) if pairs else None
-
-
-ORIGIN = os.environ.get("COLLAB_FUZZ_ORIGIN")  # a git remote with the branches below
-PULLS = _pulls()  # "head:base ...", branches of ORIGIN
-RECEIVER = os.environ.get("COLLAB_FUZZ_RECEIVER")  # a webhook receiver's URL
-MEMBER = os.environ.get("COLLAB_FUZZ_MEMBER")  # the id of a workspace member not the run's
+STEERING = Steering.from_environ(os.environ)
 PUSH_SECRETS: dict[str, str] = {}  # a repository's id -> its push secret, from its create
 SYNC_ENDED = {"synced", "failed"}
 SYNC_SECONDS = 30
 
 
-def _push_signature(secret: str, body: dict) -> str:
-    # The bytes requests sends for ``json=body`` (schemathesis's transport), signed as GitHub
-    # signs a webhook.
-    sent = complexjson.dumps(body, allow_nan=False).encode()
-    return "sha256=" + hmac.new(secret.encode(), sent, hashlib.sha256).hexdigest()
-
-
 def _steer(case, label: str, body: dict) -> None:
-    if label == "POST /v1/repositories/{repository_id}/push":
+    if label == PUSH:
         secret = PUSH_SECRETS.get(str(case.path_parameters.get("repository_id")))
         if secret:
             case.headers = {
                 **(case.headers or {}),
-                "X-Hub-Signature-256": _push_signature(secret, body),
+                "X-Hub-Signature-256": push_signature(secret, body),
             }
-    elif label == "POST /v1/projects/{project_id}/repositories" and ORIGIN:
-        body["clone_url"] = ORIGIN
-    elif label == "POST /v1/repositories/{repository_id}/pulls" and PULLS:
-        body["head"], body["base"] = next(PULLS)
-    elif label == "POST /v1/projects/{project_id}/webhooks" and RECEIVER:
-        body["url"], body["events"] = RECEIVER, ["*"]
-    elif label == "POST /v1/projects/{id}/members" and MEMBER:
-        body["user_id"] = int(MEMBER)
+    else:
+        STEERING.body(label, body)
 
 
 @schemathesis.hook
@@ -101,10 +72,10 @@ def before_call(context, case, kwargs):
 
 @schemathesis.hook
 def after_call(context, case, response):
-    if response.status_code == 201 and case.path == "/v1/projects/{project_id}/repositories":
+    if response.status_code == 201 and f"{case.method.upper()} {case.path}" == REPOSITORIES:
         created = response.json()["data"]
         PUSH_SECRETS[str(created["id"])] = created["webhook_secret"]
-        if created["clone_url"] == ORIGIN:
+        if created["clone_url"] == STEERING.origin:
             _synced(response.request, created["id"])
 
 
