@@ -5,11 +5,13 @@ private project on which the owner and the developer sit. An outsider owns anoth
 workspace ("Globex") with its own project.
 """
 
+import copy
 from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
@@ -114,15 +116,26 @@ def exports_storage(settings, tmp_path):
     """The "exports" storage in a folder of this test's own: the archives it makes are its
     own, and gone after it. Its path is the answer."""
     location = tmp_path / "exports"
-    settings.EXPORT_DIR = location
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "exports": {
-            **settings.STORAGES["exports"],
-            "OPTIONS": {**settings.STORAGES["exports"].get("OPTIONS", {}), "location": location},
+    for name, value in exports_settings(location).items():
+        setattr(settings, name, value)
+    return location
+
+
+def exports_settings(location) -> dict:
+    """The settings that put the "exports" storage in ``location``."""
+    return {
+        "EXPORT_DIR": location,
+        "STORAGES": {
+            **settings.STORAGES,
+            "exports": {
+                **settings.STORAGES["exports"],
+                "OPTIONS": {
+                    **settings.STORAGES["exports"].get("OPTIONS", {}),
+                    "location": location,
+                },
+            },
         },
     }
-    return location
 
 
 @dataclass
@@ -140,6 +153,44 @@ class World:
 
 @pytest.fixture
 def world(db) -> World:
+    return world_build()
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker):
+    """A transaction around a module's tests, rolled back after the last of them: what a
+    module-scoped fixture writes under ``module_db.unblock()`` is there for each test, whose own
+    transaction (pytest-django's ``db``) is a savepoint inside it, rolled back after the test.
+    Django's ``setUpTestData``, for a pytest module. Not for a module with ``transaction=True``
+    tests (they empty every table)."""
+    outer = transaction.atomic()
+    # As TestCase marks its own: a service's durable atomic block nests in it, as in a test's.
+    outer._from_testcase = True
+    with django_db_blocker.unblock():
+        outer.__enter__()
+    yield django_db_blocker
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        outer.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def world_once(module_db) -> World:
+    """The world, built once for a module (``module_db``). A module whose tests may each
+    start from the same world (they write only inside their own transaction) overrides
+    ``world`` with ``world_of_module`` (below): each test gets a copy of the instances."""
+    with module_db.unblock():
+        return world_build()
+
+
+@pytest.fixture
+def world_of_module(world_once, db) -> World:
+    """``world_once``, as a test's own: the rows are the module's (each test's writes roll
+    back), the instances a copy, so that what a test sets on one never reaches the next."""
+    return copy.deepcopy(world_once)
+
+
+def world_build() -> World:
     acme = WorkspaceFactory(name="Acme", slug="acme")
     globex = WorkspaceFactory(name="Globex", slug="globex")
     owner = UserFactory(email="owner@acme.test", name="Olive Owner")

@@ -1,306 +1,46 @@
-"""Cursor pagination (docs/guide/pagination.md) on every list, beside ``page``/``per_page``.
-
-Every list route of the schema is swept: walked by cursor it gives every row once, in the
-order pages by number give, for the same queries as page 1 and without an OFFSET. Then the
-cursor itself: stable under writes between pages (keyset, not an offset), every issue sort
-(ties included), NULLs in either place, refused (400, in the envelope) when forged, emptied,
-combined with ``page`` or reused on another list, sort or filter, and worthless to a caller
-who may not see the rows it points between.
+"""Cursor pagination (docs/guide/pagination.md) beside ``page``/``per_page``: stable under
+writes between pages (keyset, not an offset), every issue sort (ties included), NULLs in either
+place, refused (400, in the envelope) when forged, emptied, combined with ``page`` or reused on
+another list, sort or filter, and worthless to a caller who may not see the rows it points
+between. Every list route of the schema is swept in test_cursor_sweep.py.
 """
 
 import base64
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import pytest
-from django.db import connection
 from django.db.models import F
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from accounts.services import invitation_create
 from collab.api.cursors import CURSOR_PATTERN, MAX_CURSOR_LENGTH, cursor_decode, cursor_encode
 from collab.api.pagination import PagePagination
-from comments import services as comment_services
-from comments.models import Comment
 from events.models import Event
-from events.services import event_record
 from gitintegration import services as git_services
-from gitintegration.models import Branch
 from issues import services as issue_services
 from issues.models import PRIORITY_RANK, Issue, Priority
-from notifications.models import Delivery
 from projects.models import Project
-from tests.conftest import assert_error, assert_ok, client_for, jwt_client
+from tests.api.paging import (
+    CURSOR,
+    CURSOR_META,
+    captured,
+    ids,
+    links,
+    walk,
+    whole,
+    with_query,
+)
+from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import (
-    CommitFactory,
-    MembershipFactory,
     ProjectFactory,
-    PullRequestFactory,
-    RepositoryFactory,
-    ReviewFactory,
-    WebhookFactory,
-    WorkspaceFactory,
-    completed_export,
-    make_api_key,
     make_issue,
 )
-from tests.gitorigin import Origin
-from tests.openapi import inlined
-from transfer.models import Export
 
-CURSOR = re.compile(CURSOR_PATTERN)
-PAGE_META = {"total", "page", "per_page", "current_page", "total_pages", "total_count"}
-CURSOR_META = {"total", "per_page", "total_count", "next_cursor"}
 SORTS = ["created_at", "updated_at", "number", "priority"]
-
-
-# Helpers ------------------------------------------------------------------------------------
-
-
-def links(response) -> dict[str, dict[str, str]]:
-    """The Link header as ``{rel: {query parameter: value}}``."""
-    parsed = {}
-    for url, rel in re.findall(r'<([^>]+)>;\s*rel="(\w+)"', response["Link"]):
-        parsed[rel] = {name: values[0] for name, values in parse_qs(urlsplit(url).query).items()}
-    return parsed
-
-
-def with_query(path: str, **params) -> str:
-    base, _, query = path.partition("?")
-    merged = {**{k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}, **params}
-    return f"{base}?{urlencode(merged)}"
-
-
-def whole(client, path: str) -> list:
-    """Every row of a list, in one page by number."""
-    body = assert_ok(client.get(with_query(path, per_page=100)))
-    assert body["meta"]["total"] == len(body["data"]) <= 100, body["meta"]
-    assert body["meta"]["next_cursor"] is None
-    return body["data"]
-
-
-def walk(client, path: str, per_page: int) -> list:
-    """Every row of a list, page 1 by number then cursor after cursor, each answer checked:
-    the meta's exact keys, its total, and the Link header's ``next`` naming the next cursor."""
-    response = client.get(with_query(path, per_page=per_page))
-    body = assert_ok(response)
-    assert set(body["meta"]) == PAGE_META | {"next_cursor"}
-    total = body["meta"]["total"]
-    rows = list(body["data"])
-    while True:
-        cursor = body["meta"]["next_cursor"]
-        rels = links(response)
-        if cursor is None:
-            assert "next" not in rels or "cursor" not in rels["next"]
-            return rows
-        assert CURSOR.fullmatch(cursor) and len(cursor) <= MAX_CURSOR_LENGTH, cursor
-        assert len(body["data"]) == per_page
-        response = client.get(with_query(path, per_page=per_page, cursor=cursor))
-        body = assert_ok(response)
-        assert set(body["meta"]) == CURSOR_META, body["meta"]
-        assert body["meta"]["total"] == body["meta"]["total_count"] == total
-        assert body["meta"]["per_page"] == per_page
-        rels = links(response)
-        assert rels["first"]["page"] == "1" and "cursor" not in rels["first"]
-        if body["meta"]["next_cursor"] is None:
-            assert "next" not in rels
-        else:
-            assert rels["next"]["cursor"] == body["meta"]["next_cursor"]
-        assert len(rows) + len(body["data"]) <= total, "a walk gave more rows than the list"
-        rows += body["data"]
-
-
-def ids(rows) -> list:
-    return [row.get("id", row.get("name")) for row in rows]
-
-
-def captured(client, path: str) -> tuple[dict, list[str]]:
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(path)
-    return assert_ok(response), [query["sql"] for query in queries.captured_queries]
-
-
-# The swept world: at least three rows in every list ------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def five_commits(tmp_path_factory) -> Origin:
-    """An origin whose main branch has five commits, built once for the module; each test
-    gets a copy of it (one may push to it)."""
-    origin = Origin(tmp_path_factory.mktemp("five-commits"))
-    for n in range(5):
-        origin.commit("main", {"n.txt": f"{n}\n"}, f"Commit {n}")
-    return origin
-
-
-@pytest.fixture
-def crowd(swept, tmp_path, settings, five_commits):
-    """The swept world (tests/api/conftest.py) with at least three rows in every list the
-    owner can read, and a real git repository whose main branch has five commits."""
-    world, known = swept
-    settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
-    project = world.project
-    issue = Issue.objects.get(pk=known["issue"])
-    for n in range(4):
-        make_issue(project, world.owner, title=f"Crowd {n}", labels=[f"crowd-{n}"])
-    for n in range(3):
-        issue_services.issue_update(issue=issue, actor=world.owner, title=f"Swept {n}")
-    ProjectFactory.create_batch(3, workspace=world.acme)
-    for n in range(2):
-        MembershipFactory(workspace=WorkspaceFactory(name=f"Extra {n}"), user=world.owner)
-    for n in range(3):
-        make_api_key(world.owner, ["projects:read"], name=f"crowd {n}")
-    for n in range(3):
-        invitation_create(
-            workspace=world.acme,
-            inviter=world.owner,
-            email=f"crowd{n}@example.test",
-            role="viewer",
-            projects=[],
-        )
-    # Exports: the swept one and three more, two of them made at the same time.
-    same_time = timezone.now() - timedelta(days=1)
-    for n in range(3):
-        export = completed_export(world.acme, world.owner)
-        if n:
-            Export.objects.filter(pk=export.pk).update(created_at=same_time)
-    webhook = project.webhooks.get(pk=known["webhook"])
-    WebhookFactory.create_batch(3, project=project, created_by=world.owner)
-    for n in range(3):
-        event = event_record(
-            type="webhook.ping",
-            workspace_id=world.acme.pk,
-            project_id=project.pk,
-            data={"webhook": {"id": webhook.pk, "n": n}},
-        )
-        Delivery.objects.create(webhook=webhook, event=event)
-    repository = project.repositories.get(pk=known["repository"])
-    RepositoryFactory.create_batch(2, project=project)
-    for name in ("main", "feature", "docs", "zeta"):
-        Branch.objects.create(
-            repository=repository, name=name, commit_sha="0" * 40, is_default=name == "main"
-        )
-    same_time = timezone.now() - timedelta(days=1)
-    CommitFactory.create_batch(3, repository=repository, committed_at=same_time)
-    CommitFactory.create_batch(2, repository=repository)
-    PullRequestFactory.create_batch(3, repository=repository, author=world.developer)
-    pull = repository.pull_requests.get(pk=known["pull"])
-    ReviewFactory.create_batch(2, pull_request=pull, created_at=same_time)
-    ReviewFactory(pull_request=pull)
-    for n in range(3):
-        comment_services.comment_create(parent=issue, actor=world.owner, body=f"Crowd {n}")
-        comment_services.comment_create(parent=pull, actor=world.owner, body=f"Crowd {n}")
-    # Ties on the thread's order: the last three share their time.
-    Comment.objects.filter(issue=issue).exclude(pk=known["comment"]).update(created_at=same_time)
-    swept_comment = Comment.objects.get(pk=known["comment"])
-    for n in range(3):
-        comment_services.comment_update(
-            comment=swept_comment, actor=world.owner, body=f"Edited {n}"
-        )
-
-    origin = five_commits.copy_to(tmp_path)
-    real = git_services.repository_create(
-        project=project, actor=world.owner, name="origin", clone_url=origin.url
-    )
-    git_services.repository_sync(repository_id=real.pk)
-    return world, {**known, "real_repository": real.pk, "origin": origin}
-
-
-# operationId: the path the sweep reads it at (with the crowd's ids), and whether it needs a JWT.
-LISTS = {
-    "api_keys_list": ("/v1/api-keys", True),
-    "events_list": ("/v1/events", False),
-    "issues_list": ("/v1/issues", False),
-    "issues_history_list": ("/v1/issues/{issue}/history", False),
-    "issues_comments_list": ("/v1/issues/{issue}/comments", False),
-    "pulls_comments_list": ("/v1/pulls/{pull}/comments", False),
-    "comments_history_list": ("/v1/comments/{comment}/history", False),
-    "projects_list": ("/v1/projects", False),
-    "projects_members_list": ("/v1/projects/{project}/members", False),
-    "projects_issues_list": ("/v1/projects/{project}/issues", False),
-    "projects_labels_list": ("/v1/projects/{project}/labels", False),
-    "projects_repositories_list": ("/v1/projects/{project}/repositories", False),
-    "projects_webhooks_list": ("/v1/projects/{project}/webhooks", False),
-    "pulls_reviews_list": ("/v1/pulls/{pull}/reviews", False),
-    "repositories_branches_list": ("/v1/repositories/{repository}/branches", False),
-    "repositories_commits_list": ("/v1/repositories/{repository}/commits", False),
-    "repositories_pulls_list": ("/v1/repositories/{repository}/pulls", False),
-    "users_list": ("/v1/users", False),
-    "webhooks_deliveries_list": ("/v1/webhooks/{webhook}/deliveries", False),
-    "workspaces_list": ("/v1/workspaces", False),
-    "workspaces_invitations_list": ("/v1/workspaces/{workspace}/invitations", False),
-    "workspaces_members_list": ("/v1/workspaces/{workspace}/members", False),
-    "workspaces_exports_list": ("/v1/workspaces/{workspace}/exports", False),
-    "search_list": ("/v1/search?q=crowd", False),
-}
-# Variants of the lists above whose rows come another way: git's order of a branch.
-VARIANTS = {
-    "commits of a branch": ("/v1/repositories/{real_repository}/commits?branch=main", False),
-    "events oldest first": ("/v1/events?sort=id", False),
-    "search oldest first": ("/v1/search?q=crowd&sort=created_at", False),
-}
-SWEPT = {**LISTS, **VARIANTS}
-
-
-@pytest.fixture
-def document(api):
-    return inlined(api.owner.get("/v1/schema?format=json").json())
-
-
-def test_the_sweep_names_every_list_of_the_schema(document):
-    listed = set()
-    for operations in document["paths"].values():
-        for operation in operations.values():
-            if any(p["name"] == "cursor" for p in operation.get("parameters", [])):
-                listed.add(operation["operationId"])
-    assert listed == set(LISTS)
-    # Every operation answering a page, in the schema, takes a cursor.
-    for operations in document["paths"].values():
-        for operation in operations.values():
-            ok = operation.get("responses", {}).get("200", {})
-            schema = ok.get("content", {}).get("application/json", {}).get("schema", {})
-            if "$ref" in schema and "/Paginated" in schema["$ref"]:
-                assert operation["operationId"] in LISTS, operation["operationId"]
-
-
-def _client_and_path(crowd, name):
-    world, known = crowd
-    template, jwt = SWEPT[name]
-    path = template.format(**known)
-    return (jwt_client(world.owner) if jwt else client_for(world.owner)), path
-
-
-@pytest.mark.parametrize("name", list(SWEPT))
-def test_every_list_walks_by_cursor_as_it_pages_by_number(crowd, name):
-    client, path = _client_and_path(crowd, name)
-    client.get(path)  # the key's first use is recorded once: out of what is compared
-    everything = whole(client, path)
-    assert len(everything) >= 3, f"{name}: too few rows to walk"
-    for per_page in (1, 2):
-        assert walk(client, path, per_page) == everything, (name, per_page)
-    # Pages by number hand over to cursors at any page.
-    second = assert_ok(client.get(with_query(path, per_page=1, page=2)))
-    third = assert_ok(
-        client.get(with_query(path, per_page=1, cursor=second["meta"]["next_cursor"]))
-    )
-    assert third["data"] == everything[2:3]
-
-
-@pytest.mark.parametrize("name", list(SWEPT))
-def test_a_cursor_page_costs_the_queries_of_page_one_and_no_offset(crowd, name):
-    client, path = _client_and_path(crowd, name)
-    client.get(path)
-    first, first_sql = captured(client, with_query(path, per_page=1))
-    cursor = first["meta"]["next_cursor"]
-    second, second_sql = captured(client, with_query(path, per_page=1, cursor=cursor))
-    assert len(second_sql) == len(first_sql), "\n".join([*first_sql, "", *second_sql])
-    if name != "commits of a branch":  # git's order: an offset into a pinned history
-        assert not any(" OFFSET " in sql for sql in second_sql), "\n".join(second_sql)
 
 
 # Issue lists: every sort, ties, and writes between pages ------------------------------------
@@ -670,8 +410,21 @@ def test_a_random_order_is_refused_loudly():
 # A branch's history: pinned at the tip the walk began from ---------------------------------
 
 
-def test_a_branch_history_walk_is_pinned_to_its_first_tip(crowd):
-    world, known = crowd
+@pytest.fixture
+def mirrored(world, tmp_path, settings, five_commits):
+    """A real repository of Rocket, a copy of five commits on main, synced: its id, and the
+    origin (which a test may push to)."""
+    settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
+    origin = five_commits.copy_to(tmp_path)
+    real = git_services.repository_create(
+        project=world.project, actor=world.owner, name="origin", clone_url=origin.url
+    )
+    git_services.repository_sync(repository_id=real.pk)
+    return {"real_repository": real.pk, "origin": origin}
+
+
+def test_a_branch_history_walk_is_pinned_to_its_first_tip(world, mirrored):
+    known = mirrored
     client = client_for(world.owner)
     path = f"/v1/repositories/{known['real_repository']}/commits?branch=main&per_page=2"
     before = ids_of_commits(whole(client, path))

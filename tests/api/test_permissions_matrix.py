@@ -336,8 +336,20 @@ def client_of(persona: str, endpoint: Endpoint, world) -> APIClient:
 
 
 @pytest.fixture
-def context(world):
-    """Ids the endpoint table refers to."""
+def world(world_of_module):
+    """The world, built once for the module (tests/conftest.py): a case writes only in its
+    own transaction."""
+    return world_of_module
+
+
+@pytest.fixture(scope="module")
+def context(world_once, module_db):
+    """Ids the endpoint table refers to, made once for the module beside its world."""
+    with module_db.unblock():
+        return _context(world_once)
+
+
+def _context(world) -> dict:
     globex_dev = UserFactory(email="dev@globex.test")
     MembershipFactory(workspace=world.globex, user=globex_dev, role=Role.DEVELOPER)
     invitee = UserFactory(email="invitee@acme.test", status=User.Status.INVITED)

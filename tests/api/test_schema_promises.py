@@ -14,16 +14,8 @@ from issues.filters import ASSIGNEE_PATTERN
 from projects.models import Project
 from tests.conftest import assert_error, assert_ok, jwt_client
 from tests.factories import WebhookFactory, make_issue
-from tests.openapi import inlined
 
 MAX_ID = 2**63 - 1
-
-
-@pytest.fixture
-def document(api):
-    response = api.owner.get("/v1/schema?format=json")
-    assert response.status_code == 200
-    return inlined(response.json())
 
 
 def _parameters(document):
