@@ -215,30 +215,7 @@ def issue_create(
             issue.save(force_insert=True)
         else:
             batch.insert([issue])
-        _link_labels(issue.pk, [label.pk for label in label_rows], batch)
-        _adjust_counts(project.pk, {status: 1}, batch=batch)
-        record = issue_record_from(issue, [label.name for label in label_rows])
-        issue.record = dict(record)
-        batch.insert(
-            [
-                IssueHistory(
-                    issue_id=issue.pk,
-                    field="created",
-                    new_value=record,
-                    actor=actor,
-                    created_at=now,
-                )
-            ]
-        )
-        event_record(
-            type="issue.created",
-            workspace_id=project.workspace_id,
-            project_id=project.pk,
-            actor=actor,
-            data={"issue": record},
-            batch=batch,
-        )
-        batch.run()
+        _created_write(issue, label_rows, actor=actor, batch=batch)
     return issue
 
 
@@ -287,33 +264,46 @@ def issue_import(
             IssueSequence, parent_field="project", parent_id=project.pk, wanted=number
         )
         issue.save(force_insert=True)
-        batch = WriteBatch()
-        _link_labels(issue.pk, [label.pk for label in label_rows], batch)
-        _adjust_counts(project.pk, {status: 1}, batch=batch)
-        record = issue_record_from(issue, [label.name for label in label_rows])
-        issue.record = dict(record)
-        batch.insert(
-            [
-                IssueHistory(
-                    issue_id=issue.pk,
-                    field="created",
-                    new_value=record,
-                    actor=actor,
-                    source=source,
-                    created_at=created_at,
-                )
-            ]
-        )
-        event_record(
-            type="issue.created",
-            workspace_id=project.workspace_id,
-            project_id=project.pk,
-            actor=actor,
-            data={"issue": record, **({"source": source} if source else {})},
-            batch=batch,
-        )
-        batch.run()
+        _created_write(issue, label_rows, actor=actor, batch=WriteBatch(), source=source)
     return issue
+
+
+def _created_write(
+    issue: Issue,
+    label_rows: list[Label],
+    *,
+    actor: User | None,
+    batch: WriteBatch,
+    source: str = "",
+) -> None:
+    """What every new issue brings beside its row, in ``batch`` (run here): its label links,
+    the project's counter, its "created" history row at its ``created_at`` and its
+    ``issue.created`` event (marked with ``source`` when it came from elsewhere)."""
+    _link_labels(issue.pk, [label.pk for label in label_rows], batch)
+    _adjust_counts(issue.project_id, {issue.status: 1}, batch=batch)
+    record = issue_record_from(issue, [label.name for label in label_rows])
+    issue.record = dict(record)
+    batch.insert(
+        [
+            IssueHistory(
+                issue_id=issue.pk,
+                field="created",
+                new_value=record,
+                actor=actor,
+                source=source,
+                created_at=issue.created_at,
+            )
+        ]
+    )
+    event_record(
+        type="issue.created",
+        workspace_id=issue.project.workspace_id,
+        project_id=issue.project_id,
+        actor=actor,
+        data={"issue": record, **({"source": source} if source else {})},
+        batch=batch,
+    )
+    batch.run()
 
 
 def issue_create_many(
