@@ -1,5 +1,4 @@
 import secrets
-import sys
 
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
@@ -8,6 +7,7 @@ from tqdm import tqdm
 
 from accounts import services
 from accounts.models import Membership, Role, User, Workspace
+from collab.progress import progress_stream
 from comments.models import Comment
 from comments.seeding import threads_seed
 from issues.models import Issue
@@ -113,9 +113,7 @@ class Command(BaseCommand):
         created_users: list[str] = []
         seeded: list[Project] = []
         new_projects = 0
-        # tqdm redraws its line with "\r"; it needs the raw stream, not Django's wrapper,
-        # which would add a newline to every write.
-        stream = getattr(self.stderr, "_out", sys.stderr)
+        stream = progress_stream(self)
         quiet = options["verbosity"] == 0
         with tqdm(
             total=len(people) + projects + bool(project_name),

@@ -1,9 +1,8 @@
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
+from collab.progress import progress_bar
 from gitintegration.git import GitError
 from transfer.exporting import WorkspaceNotFound, workspace_export
 
@@ -36,9 +35,7 @@ class Command(BaseCommand):
         if not output.parent.is_dir():
             raise CommandError(f"--output: the folder {output.parent} does not exist.")
         quiet = options["verbosity"] == 0
-        # tqdm redraws its line with "\r"; it needs the raw stream, not Django's wrapper.
-        stream = getattr(self.stderr, "_out", sys.stderr)
-        with tqdm(desc="Exporting", unit="record", file=stream, disable=quiet) as bar:
+        with progress_bar(self, quiet=quiet, desc="Exporting", unit="record") as bar:
             try:
                 manifest = workspace_export(
                     workspace_id=int(raw),

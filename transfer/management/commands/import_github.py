@@ -4,6 +4,7 @@ import re
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from collab.progress import progress_bar
 from projects.models import Project
 from transfer.github import DEFAULT_BASE_URL, DEFAULT_MAX_WAIT, GithubClient, GithubError
 from transfer.github_import import github_import
@@ -67,11 +68,8 @@ class Command(BaseCommand):
             if kind not in bars:
                 for bar in bars.values():
                     bar.close()
-                bars[kind] = tqdm(
-                    desc=kind,
-                    unit=" " + kind.removesuffix("s"),
-                    disable=quiet,
-                    file=self.stderr._out,
+                bars[kind] = progress_bar(
+                    self, quiet=quiet, desc=kind, unit=" " + kind.removesuffix("s")
                 )
             bars[kind].update()
 

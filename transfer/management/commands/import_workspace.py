@@ -1,9 +1,8 @@
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
+from collab.progress import progress_bar
 from transfer.archive import ArchiveError
 from transfer.importing import workspace_import
 
@@ -27,9 +26,7 @@ class Command(BaseCommand):
         if name is not None and not name.strip():
             raise CommandError("--name must not be empty.")
         quiet = options["verbosity"] == 0
-        # tqdm redraws its line with "\r"; it needs the raw stream, not Django's wrapper.
-        stream = getattr(self.stderr, "_out", sys.stderr)
-        with tqdm(desc="Importing", unit="record", file=stream, disable=quiet) as bar:
+        with progress_bar(self, quiet=quiet, desc="Importing", unit="record") as bar:
             try:
                 workspace = workspace_import(path=path, name=name, progress=bar.update)
             except ArchiveError as exc:
