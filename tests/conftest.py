@@ -18,7 +18,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts.models import Role
 from collab.api.scopes import ALL_SCOPES
-from tests import lanes
+from tests import lanes, templatedb
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -45,15 +45,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     lanes.configure(config)
+    templatedb.start(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     lanes.unconfigure(config)
+    templatedb.finish(config)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     lanes.configure_node(node)
+    templatedb.configure_node(node)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, request):
+    """The worker's database, a copy of the migrated template where there is one
+    (tests/templatedb.py)."""
+    templatedb.use(request.config)
 
 
 @pytest.hookimpl(optionalhook=True)

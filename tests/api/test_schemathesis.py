@@ -10,12 +10,16 @@ exists nowhere), so most requests reach real resources instead of stopping at a 
 """
 
 import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import schemathesis
 from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -40,6 +44,7 @@ from collab.api.scopes import ALL_SCOPES
 from collab.wsgi import application
 from gitintegration import services as git_services
 from projects.models import Project
+from tests.conftest import exports_settings
 from tests.factories import (
     PASSWORD,
     ExportFactory,
@@ -117,39 +122,75 @@ def git_world(world, origin):
     return repository, pull
 
 
-@pytest.fixture
-def ids(world, tmp_path, settings, origin, exports_storage) -> dict[str, list[int]]:
-    """The rows requests are steered onto, by kind of identifier.
+@dataclass
+class Folders:
+    """What the module's world keeps outside the database: the origin its repository was
+    cloned from, the repository's mirror, and the exports' storage."""
+
+    root: Path
+
+    @property
+    def live(self) -> list[Path]:
+        return [self.root / name for name in ("origin.git", "work", "mirrors", "exports")]
+
+    def settings(self) -> dict:
+        return {"GIT_STORAGE_DIR": self.root / "mirrors", **exports_settings(self.root / "exports")}
+
+    def keep(self) -> None:
+        for folder in self.live:
+            if folder.exists():
+                shutil.copytree(folder, self.root / "kept" / folder.name, symlinks=True)
+
+    def restore(self) -> None:
+        """Each folder as the world left it: a merge pushed to the origin, a deleted export's
+        archive, a mirror fetched anew are rolled back with the test's rows."""
+        for folder in self.live:
+            kept = self.root / "kept" / folder.name
+            if kept.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                shutil.copytree(kept, folder, symlinks=True)
+
+
+@pytest.fixture(scope="module")
+def world_and_ids(module_db, world_once, built_origin, tmp_path_factory):
+    """The rows requests are steered onto, by kind of identifier, built once for the module
+    (``module_db``: each test's writes roll back) with the folders they need (``Folders``,
+    restored for each test).
 
     Beyond the conftest world: an archived project (writes under it answer 409), a public
     project of another workspace (visible, not writable), a pending invitation, a
     second, revoked key of the owner, a real git repository with a pull request, and an
     export completed (its archive stored) beside one still pending.
     """
-    settings.GIT_STORAGE_DIR = tmp_path / "mirrors"
-    archived = ProjectFactory(
-        workspace=world.acme, name="Old", created_by=world.owner, status=Project.Status.ARCHIVED
-    )
-    public = ProjectFactory(
-        workspace=world.globex, name="Open", visibility=Project.Visibility.PUBLIC
-    )
-    invitee = UserFactory(email="invitee@example.test")
-    MembershipFactory(workspace=world.globex, user=invitee, role=Role.VIEWER)
-    invitation, _token = account_services.invitation_create(
-        workspace=world.acme,
-        inviter=world.owner,
-        email="newcomer@example.test",
-        role=Role.DEVELOPER,
-        projects=[world.project],
-    )
-    make_api_key(world.owner, ["projects:read"], revoked=True, name="old key")
-    users = [world.owner, world.admin, world.developer, world.viewer, world.outsider, invitee]
-    repository, pull = git_world(world, origin)
-    exports = [
-        completed_export(world.acme, world.owner).pk,
-        ExportFactory(workspace=world.acme, created_by=world.owner).pk,
-    ]
-    return {
+    world = world_once
+    folders = Folders(tmp_path_factory.mktemp("schemathesis-world"))
+    origin = built_origin.copy_to(folders.root)
+    with module_db.unblock(), override_settings(**folders.settings()):
+        archived = ProjectFactory(
+            workspace=world.acme, name="Old", created_by=world.owner, status=Project.Status.ARCHIVED
+        )
+        public = ProjectFactory(
+            workspace=world.globex, name="Open", visibility=Project.Visibility.PUBLIC
+        )
+        invitee = UserFactory(email="invitee@example.test")
+        MembershipFactory(workspace=world.globex, user=invitee, role=Role.VIEWER)
+        invitation, _token = account_services.invitation_create(
+            workspace=world.acme,
+            inviter=world.owner,
+            email="newcomer@example.test",
+            role=Role.DEVELOPER,
+            projects=[world.project],
+        )
+        make_api_key(world.owner, ["projects:read"], revoked=True, name="old key")
+        users = [world.owner, world.admin, world.developer, world.viewer, world.outsider, invitee]
+        repository, pull = git_world(world, origin)
+        exports = [
+            completed_export(world.acme, world.owner).pk,
+            ExportFactory(workspace=world.acme, created_by=world.owner).pk,
+        ]
+        keys = list(ApiKey.objects.filter(user=world.owner).values_list("pk", flat=True))
+    folders.keep()
+    ids = {
         "export": exports,
         "repository": [repository.pk],
         "pull": [pull.pk],
@@ -157,8 +198,27 @@ def ids(world, tmp_path, settings, origin, exports_storage) -> dict[str, list[in
         "workspace": [world.acme.pk, world.globex.pk],
         "user": [user.pk for user in users],
         "invitation": [invitation.pk],
-        "api_key": list(ApiKey.objects.filter(user=world.owner).values_list("pk", flat=True)),
+        "api_key": keys,
     }
+    return ids, folders
+
+
+@pytest.fixture
+def world(world_of_module, world_and_ids):
+    """The module's world, built once (``world_once``), each test with a copy of its
+    instances."""
+    return world_of_module
+
+
+@pytest.fixture
+def ids(world_and_ids, world, settings) -> dict[str, list[int]]:
+    """The module's identifiers, its folders as the world left them and the settings that
+    name them."""
+    known, folders = world_and_ids
+    for name, value in folders.settings().items():
+        setattr(settings, name, value)
+    folders.restore()
+    return known
 
 
 def _kind(path: str, name: str) -> str | None:
