@@ -153,6 +153,21 @@ def test_a_request_whose_client_left_before_it_ran_sends_no_statement(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.django_db
+def test_a_readiness_probe_whose_client_left_is_not_logged_as_an_error(client, caplog):
+    """A probe that hung up while it waited for a thread: its check's statement is not sent,
+    the 503 goes to nobody, and nothing is logged at WARNING or above (Django's own "Service
+    Unavailable" included)."""
+    disconnect = Disconnect()
+    assert disconnect.cancel() is True
+    caplog.set_level(logging.INFO)
+    response = client.get("/readyz", **{DISCONNECT_KEY: disconnect})
+    assert response.status_code == 503
+    assert response.json()["data"]["checks"]["database"] == "error: ClientDisconnected"
+    assert "the client left before the database was checked" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_late_cancel_never_reaches_a_later_request_on_the_same_connection(
     api, long_deadline, monkeypatch
