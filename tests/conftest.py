@@ -6,8 +6,10 @@ workspace ("Globex") with its own project.
 """
 
 import copy
+import shutil
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -305,6 +307,27 @@ def assert_ok(response, status: int = 200):
 # Passwords of whitespace alone: long enough, not common, not numeric, and refused everywhere a
 # password is set (accounts.passwords.NotBlankValidator).
 BLANK_PASSWORDS = [" " * 8, " " * 24, "\t" * 10, " \t \u00a0 \u3000  \u2003 "]
+
+
+# The embedded default's database, in its data folder (collab.settings.base).
+DATABASE_FILE = "collab.sqlite3"
+
+
+@pytest.fixture(scope="session")
+def embedded_database(tmp_path_factory):
+    """Gives a data folder of the embedded default (``./run``: SQLite) the database that
+    ``manage.py migrate`` leaves in a new one, migrated once per run (a copy: several seconds of
+    a core less per test that starts such a stack). Call it with the folder."""
+    from tests.liveserver import embedded_env, manage
+
+    migrated = tmp_path_factory.mktemp("embedded-migrated")
+    manage(embedded_env(migrated), "migrate", "--noinput", "-v0")
+
+    def put(data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(migrated / DATABASE_FILE, data_dir / DATABASE_FILE)
+
+    return put
 
 
 @pytest.fixture(scope="session")

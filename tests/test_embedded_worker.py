@@ -31,12 +31,12 @@ QUICK = {
 
 
 @pytest.fixture(scope="module")
-def embedded_template(tmp_path_factory) -> tuple[Path, str]:
+def embedded_template(tmp_path_factory, embedded_database) -> tuple[Path, str]:
     """A migrated, bootstrapped data directory (and its API key), made once per module and
     copied by each test."""
     data = tmp_path_factory.mktemp("embedded-template")
     env = embedded_env(data)
-    manage(env, "migrate", "--noinput", "-v0")
+    embedded_database(data)
     announced = manage(env, "bootstrap", "--port", "8000")
     key = re.search(r"clb_\w+", announced)
     assert key, announced

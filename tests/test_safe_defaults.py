@@ -115,11 +115,11 @@ def forged_token(user_id: int, secret: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
+def embedded(tmp_path_factory, embedded_database):
     """``./run`` with nothing configured: migrated, one user, the ASGI server on its own port."""
     data = tmp_path_factory.mktemp("embedded")
     env = embedded_env(data)
-    manage(env, "migrate", "-v0")
+    embedded_database(data)
     manage(env, "create_user", "--email", "root@example.test", "--password", PASSWORD)
     with asgi_server(env, data) as port:
         yield port

@@ -31,14 +31,14 @@ LEAKS = ("curl ", "collab_client")
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory) -> Iterator[Session]:
+def session(tmp_path_factory, embedded_database) -> Iterator[Session]:
     """The module's live server, as ``./run`` starts it, and what the examples run with."""
     if not (ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("the examples call .venv/bin/python: create it (./test does)")
     folder = tmp_path_factory.mktemp("docs-live")
     env = embedded_env(folder / "var")
     port = free_port()
-    manage(env, "migrate", "--noinput", "-v0")
+    embedded_database(folder / "var")
     announced = manage(env, "bootstrap", "--port", str(port))
     key = re.search(r"clb_\w+", announced)
     assert key, announced

@@ -64,9 +64,9 @@ CALLS = textwrap.dedent(
 @pytest.mark.slow(seconds=10)
 @pytest.mark.live
 @pytest.mark.fuzz
-def test_a_generated_client_builds_and_calls_the_live_server(tmp_path):
+def test_a_generated_client_builds_and_calls_the_live_server(tmp_path, embedded_database):
     env = embedded_env(tmp_path / "data")
-    manage(env, "migrate", "--noinput", "-v0")
+    embedded_database(tmp_path / "data")
     key = re.search(r"clb_\w+", manage(env, "bootstrap", "--port", "8000"))
     assert key
     with asgi_server(env, tmp_path) as port:

@@ -187,7 +187,7 @@ def test_two_server_processes_serve_exactly_the_limit(backend, tmp_path):
         client.delete(f"{prefix}user:{user.pk}")
 
 
-def test_the_embedded_default_serves_exactly_the_limit(tmp_path):
+def test_the_embedded_default_serves_exactly_the_limit(tmp_path, embedded_database):
     """SQLite in a file, no Redis: the counters are rows updated by one atomic upsert."""
     env = _server_env(
         DATABASE_URL=f"sqlite:///{tmp_path / 'collab.sqlite3'}",
@@ -196,7 +196,7 @@ def test_the_embedded_default_serves_exactly_the_limit(tmp_path):
     )
     env.pop("REDIS_URL", None)
 
-    manage(env, "migrate", "--noinput", "-v0")
+    embedded_database(tmp_path)
     manage(env, "create_user", "--email", "e@example.com", "--password", "p-long-passphrase")
     key = manage(
         env, "create_api_key", "--email", "e@example.com", "--name", "k", "--scopes", "users:read"

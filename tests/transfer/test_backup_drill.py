@@ -71,10 +71,12 @@ def refs(mirror) -> str:
     return git("for-each-ref", "--format=%(refname) %(objectname)", cwd=mirror)
 
 
-def test_a_service_backed_up_while_written_to_is_restored_whole(tmp_path, origin, settings):
+def test_a_service_backed_up_while_written_to_is_restored_whole(
+    tmp_path, origin, settings, embedded_database
+):
     one, two = tmp_path / "one", tmp_path / "two"
     env_one, env_two = embedded_env(one), embedded_env(two)
-    manage(env_one, "migrate", "--noinput", "-v0")
+    embedded_database(one)
     announced = manage(env_one, "bootstrap", "--port", "8000")
     key = re.search(r"clb_\w+", announced)
     password = re.search(r"Password\s+(\S+)", announced)
