@@ -113,9 +113,17 @@ def test_every_check_every_phase_finds_nothing(tmp_path, origin, receiver):
     announced = manage(env, "bootstrap", "--port", "8000")
     key = re.search(r"clb_\w+", announced)
     assert key, announced
+    # One argument, not two: a drawn password may begin with "-", which argparse takes for an
+    # option of its own when it stands apart.
     password = secrets.token_urlsafe(18)
     keeper = manage(
-        env, "create_user", "--email", KEY_KEEPER, "--password", password, "--workspace", "Default"
+        env,
+        "create_user",
+        "--email",
+        KEY_KEEPER,
+        f"--password={password}",
+        "--workspace",
+        "Default",
     )
     member = re.search(r"\(id (\d+)\)", keeper)
     assert member, keeper
