@@ -122,6 +122,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+    # Each thread of the web pool (collab/asgi.py) and the worker keep their connection from
+    # one request or task to the next: opening one (the pragmas, Django's SQL functions) and
+    # closing it (the last one out checkpoints the WAL) took a quarter of a server's CPU.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=600))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 elif env.bool("DATABASE_POOL", default=True):
     # The ASGI server runs each request's sync code in a thread of its own, so connections
     # kept per thread (CONN_MAX_AGE) would be opened on every request: a pool shares them.
