@@ -120,6 +120,15 @@ def http_get(port: int, path: str, headers: dict | None = None, timeout: float =
         conn.close()
 
 
+def answers(port: int, path: str, timeout: float = 2) -> bool:
+    """Whether a server on ``port`` answers ``path`` with a 200 (not yet, when nothing listens:
+    for ``wait_until``)."""
+    try:
+        return http_get(port, path, timeout=timeout)[0] == 200
+    except OSError:
+        return False
+
+
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.terminate()
@@ -324,11 +333,17 @@ class RedisServer:
             self.process = None
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = ""):
+def wait_until(predicate, timeout: float, interval: float = 0.1, message=""):
+    """``predicate``'s first true value within ``timeout`` seconds. ``message`` (a string, or a
+    function called only on failure, for a process's output as it is then) says what never
+    happened."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
-        assert time.monotonic() < deadline, message or "condition not met in time"
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                (message() if callable(message) else message) or "condition not met in time"
+            )
         time.sleep(interval)

@@ -37,7 +37,9 @@ def _server_settings() -> dict | None:
     return database
 
 
-def _maintenance(database: dict):
+def maintenance(database: dict):
+    """A connection to the server of ``database`` (Django's settings of a PostgreSQL database)
+    that is on none of its databases: for creating and dropping them."""
     import psycopg
 
     return psycopg.connect(
@@ -50,9 +52,25 @@ def _maintenance(database: dict):
     )
 
 
-def _drop(database: dict, name: str) -> None:
-    with _maintenance(database) as connection:
+def drop(database: dict, name: str) -> None:
+    """Drop the database ``name`` on the server of ``database``, sessions on it or not."""
+    with maintenance(database) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def create(database: dict, name: str, *, template: str | None = None) -> None:
+    """Create the database ``name`` on the server of ``database``: empty, or a copy of
+    ``template``."""
+    copy = f' TEMPLATE "{template}"' if template else ""
+    with maintenance(database) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
+
+
+def template() -> str | None:
+    """In a worker, the migrated template its own database was copied from, if any."""
+    from django.conf import settings
+
+    return settings.DATABASES["default"].get("TEST", {}).get("TEMPLATE")
 
 
 def start(config: pytest.Config) -> None:
@@ -72,9 +90,8 @@ def start(config: pytest.Config) -> None:
     os.close(handle)
     os.unlink(marker)  # written by the migration when it ends
     try:
-        _drop(database, name)
-        with _maintenance(database) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
+        drop(database, name)
+        create(database, name)
     except Exception:  # noqa: BLE001 - the workers migrate as before
         return
     process = subprocess.Popen(  # noqa: S603 - this module, fixed arguments
@@ -102,7 +119,7 @@ def finish(config: pytest.Config) -> None:
     state["process"].wait()
     Path(state["marker"]).unlink(missing_ok=True)
     with contextlib.suppress(Exception):  # the server went away first: nothing to drop
-        _drop(_server_settings(), state["name"])
+        drop(_server_settings(), state["name"])
 
 
 def use(config: pytest.Config) -> None:

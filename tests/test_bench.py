@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests import templatedb
 from tests.liveserver import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
@@ -68,11 +69,11 @@ MEASUREMENTS = {
 
 @pytest.fixture
 def bench_database():
-    """A database of the smoke run's own, dropped afterwards."""
+    """A database of the smoke run's own, dropped afterwards: a copy of the run's migrated
+    template where there is one (tests/templatedb.py), so that the run's ``migrate`` finds
+    every migration applied."""
     if connection.vendor != "postgresql" or not settings.REDIS_URL:
         pytest.skip("the benchmarks run on PostgreSQL and Redis (DATABASE_URL, REDIS_URL)")
-    import psycopg
-
     db = connection.settings_dict
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     name = f"collab_bench_smoke_{worker}"
@@ -80,14 +81,10 @@ def bench_database():
     if db["PASSWORD"]:
         auth += ":" + quote(db["PASSWORD"], safe="")
     server = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-
-    def drop():
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as maintenance:
-            maintenance.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    drop()
+    templatedb.drop(db, name)
+    templatedb.create(db, name, template=templatedb.template())
     yield f"{server}/{name}"
-    drop()
+    templatedb.drop(db, name)
 
 
 @pytest.mark.slow(seconds=95)

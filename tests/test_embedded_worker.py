@@ -350,19 +350,19 @@ def test_work_a_killed_worker_held_is_done_after_it_restarts(embedded, tmp_path,
                     lambda: stack.rows(sync, repository["id"]) == [("synced",)],
                     timeout=60,
                     interval=0.5,
-                    message=worker.output()[-3000:],
+                    message=lambda: worker.output()[-3000:],
                 )
                 wait_until(
                     lambda: outbox.exists() and len(list(outbox.iterdir())) >= 2,
                     timeout=60,
                     interval=0.5,
-                    message=worker.output()[-3000:],
+                    message=lambda: worker.output()[-3000:],
                 )
                 wait_until(
                     lambda: stack.rows(deliveries) == [("succeeded",)],
                     timeout=120,
                     interval=0.5,
-                    message=worker.output()[-3000:],
+                    message=lambda: worker.output()[-3000:],
                 )
                 time.sleep(3)  # a few more sweeps: nothing is sent twice
             finally:

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.liveserver import (
     Worker,
+    answers,
     asgi_server,
     free_port,
     http_get,
@@ -113,7 +114,7 @@ def test_a_prefork_worker_counts_every_task_and_serves_its_metrics(tmp_path):
     )
     worker = Worker(env, tmp_path, beat=False, pool="prefork", concurrency=2).start()
     try:
-        wait_until(lambda: _answers(metrics_port), 40, message="no metrics server")
+        wait_until(lambda: answers(metrics_port, "/metrics"), 40, message="no metrics server")
         name = "ratelimits.tasks.rate_limit_counters_purge"
         for _ in range(12):
             app.send_task(name, queue="default")
@@ -123,7 +124,7 @@ def test_a_prefork_worker_counts_every_task_and_serves_its_metrics(tmp_path):
                 value(samples(metrics_port), "collab_task_duration_seconds_count", **labels) >= 12
             ),
             40,
-            message=worker.output()[-3000:],
+            message=lambda: worker.output()[-3000:],
         )
         found = samples(metrics_port)
         assert value(found, "collab_task_duration_seconds_count", **labels) == 12
@@ -134,13 +135,6 @@ def test_a_prefork_worker_counts_every_task_and_serves_its_metrics(tmp_path):
     finally:
         worker.stop()
         worker.purge()
-
-
-def _answers(port: int) -> bool:
-    try:
-        return http_get(port, "/metrics", timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def test_a_production_server_answers_a_scrape_addressed_to_its_pods_ip(tmp_path):

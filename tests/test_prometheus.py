@@ -14,6 +14,7 @@ import pytest
 
 from tests.liveserver import (
     Worker,
+    answers,
     asgi_server,
     free_port,
     http_get,
@@ -66,7 +67,7 @@ def prometheus(tmp_path):
             stderr=subprocess.STDOUT,
         )
         started.append(process)
-        wait_until(lambda: _ready(port), 30, message="Prometheus did not start")
+        wait_until(lambda: answers(port, "/-/ready"), 30, message="Prometheus did not start")
         return port
 
     yield start
@@ -76,13 +77,6 @@ def prometheus(tmp_path):
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
-
-
-def _ready(port: int) -> bool:
-    try:
-        return http_get(port, "/-/ready", timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def query(port: int, promql: str) -> list[dict]:
@@ -110,8 +104,8 @@ def test_prometheus_sees_every_request_and_task_sent(tmp_path, prometheus):
     try:
         with asgi_server(env, tmp_path, workers=2) as web_port:
             wait_until(
-                lambda: http_get(worker_port, "/metrics", timeout=2)[0] == 200, 40,
-                message=worker.output()[-3000:],
+                lambda: answers(worker_port, "/metrics"), 40,
+                message=lambda: worker.output()[-3000:],
             )  # fmt: skip
             server = prometheus({"collab-web": web_port, "collab-worker": worker_port})
             wait_until(

@@ -115,7 +115,7 @@ def test_a_service_backed_up_while_written_to_is_restored_whole(
                     == "synced"
                 ),
                 timeout=60,
-                message="the repository never synced:\n" + worker.output(),
+                message=lambda: "the repository never synced:\n" + worker.output(),
             )
             login = client.post("/v1/auth/login", json={"email": ADMIN, "password": password})
             assert login.status_code == 200, login.text
