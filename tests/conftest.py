@@ -6,6 +6,7 @@ workspace ("Globex") with its own project.
 """
 
 import copy
+import gc
 import shutil
 from dataclasses import dataclass
 from datetime import timedelta
@@ -43,6 +44,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         slowest[lanes.module(item)] = max(slowest.get(lanes.module(item), 0.0), lanes.seconds(item))
     items.sort(key=lambda item: (-slowest[lanes.module(item)], -lanes.seconds(item)))
     lanes.write(config, items)
+    config.stash[_transactional_modules] = {
+        lanes.module(item) for item in items if _transactional(item)
+    }
+
+
+_transactional_modules = pytest.StashKey[set[str]]()
+TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server", "django_db_reset_sequences"}
+TRANSACTIONAL_KWARGS = ("transaction", "reset_sequences", "serialized_rollback")
+
+
+def _transactional(item: pytest.Item) -> bool:
+    """Whether the test commits for real (``transaction=True``): its tables are emptied after
+    it, so no module-wide transaction may be open around it."""
+    marker = item.get_closest_marker("django_db")
+    if marker is not None and any(marker.kwargs.get(name) for name in TRANSACTIONAL_KWARGS):
+        return True
+    return bool(TRANSACTIONAL_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (modules, schemas, the app registry: most of a worker's heap,
+    kept to the end) is left out of the collector's passes, as the servers do at start
+    (collab/serving.py): a full collection walked it all again, about 4% of a worker's CPU."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -164,8 +190,30 @@ class World:
 
 
 @pytest.fixture
-def world(db) -> World:
-    return world_build()
+def world(shared_world, db) -> World:
+    """The world of the test: a copy of its module's (``shared_world``), or, in a module that
+    cannot share one, built for the test."""
+    if shared_world is None:
+        return world_build()
+    return copy.deepcopy(shared_world)
+
+
+@pytest.fixture(scope="module")
+def shared_world(request) -> World | None:
+    """The world built once for the module (``world_once``) when the module's tests may share
+    it: none of them commits for real (``transaction=True`` empties every table, which a
+    module-wide transaction cannot be open around). Each test's writes roll back with its own
+    transaction, a savepoint inside the module's. ``None`` otherwise, and for a module marked
+    ``own_world`` (a test that needs rows made at its own time, not the module's)."""
+    transactional = request.config.stash.get(_transactional_modules, None)
+    module = request.node.nodeid.split("::", 1)[0]
+    if (
+        transactional is None
+        or module in transactional
+        or request.node.get_closest_marker("own_world")
+    ):
+        return None
+    return request.getfixturevalue("world_once")
 
 
 @pytest.fixture(scope="module")

@@ -276,7 +276,7 @@ def test_create_without_any_workspace_is_422(db):
     response = client_for(UserFactory()).post("/v1/projects", {"name": "Homeless"}, format="json")
     error = assert_error(response, 422, "VALIDATION_ERROR")
     assert list(error["details"]) == ["workspace_id"]
-    assert not Project.objects.exists()
+    assert not Project.objects.filter(name="Homeless").exists()
 
 
 def test_viewer_cannot_create(api, world):
