@@ -6,7 +6,9 @@ workspace ("Globex") with its own project.
 """
 
 import copy
+import fcntl
 import gc
+import os
 import shutil
 from dataclasses import dataclass
 from datetime import timedelta
@@ -236,9 +238,8 @@ def module_db(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def world_once(module_db) -> World:
-    """The world, built once for a module (``module_db``). A module whose tests may each
-    start from the same world (they write only inside their own transaction) overrides
-    ``world`` with ``world_of_module`` (below): each test gets a copy of the instances."""
+    """The world, built once for a module (``module_db``): what ``world`` gives a copy of in a
+    module that may share it (``shared_world``)."""
     with module_db.unblock():
         return world_build()
 
@@ -364,12 +365,23 @@ DATABASE_FILE = "collab.sqlite3"
 @pytest.fixture(scope="session")
 def embedded_database(tmp_path_factory):
     """Gives a data folder of the embedded default (``./run``: SQLite) the database that
-    ``manage.py migrate`` leaves in a new one, migrated once per run (a copy: several seconds of
-    a core less per test that starts such a stack). Call it with the folder."""
+    ``manage.py migrate`` leaves in a new one, migrated once per run, whatever the workers (a
+    copy: several seconds of a core less per test that starts such a stack). Call it with the
+    folder."""
     from tests.liveserver import embedded_env, manage
 
-    migrated = tmp_path_factory.mktemp("embedded-migrated")
-    manage(embedded_env(migrated), "migrate", "--noinput", "-v0")
+    # Under xdist, the workers' temporary folders share a parent (this run's): the first worker
+    # that needs the database migrates it there, under a lock, and the others copy it.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    migrated = shared / "embedded-migrated"
+    with open(shared / "embedded-migrated.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (migrated / "migrated").exists():
+            shutil.rmtree(migrated, ignore_errors=True)
+            migrated.mkdir()
+            manage(embedded_env(migrated), "migrate", "--noinput", "-v0")
+            (migrated / "migrated").touch()
 
     def put(data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -39,12 +39,6 @@ from tests.gitorigin import Origin
 from transfer.models import Export
 
 
-@pytest.fixture
-def world(world_of_module):
-    """The world of the crowd, made once for the module."""
-    return world_of_module
-
-
 @pytest.fixture(scope="module")
 def crowd_once(swept_once, module_db, tmp_path_factory, five_commits):
     """The swept world (tests/api/conftest.py) with at least three rows in every list the

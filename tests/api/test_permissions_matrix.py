@@ -335,13 +335,6 @@ def client_of(persona: str, endpoint: Endpoint, world) -> APIClient:
     return jwt_client(user) if endpoint.jwt_only else client_for(user)
 
 
-@pytest.fixture
-def world(world_of_module):
-    """The world, built once for the module (tests/conftest.py): a case writes only in its
-    own transaction."""
-    return world_of_module
-
-
 @pytest.fixture(scope="module")
 def context(world_once, module_db):
     """Ids the endpoint table refers to, made once for the module beside its world."""

@@ -141,13 +141,6 @@ def snapshot() -> dict:
 
 
 @pytest.fixture
-def world(world_of_module):
-    """The world, made once for the module (tests/conftest.py): a test writes only in its own
-    transaction."""
-    return world_of_module
-
-
-@pytest.fixture
 def bug(world):
     """Issue #1 of Rocket, reported by the developer."""
     return make_issue(
