@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete
 
 
 class TransferConfig(AppConfig):
@@ -11,4 +12,11 @@ class TransferConfig(AppConfig):
     def ready(self) -> None:
         # Registered now: services queue an export's build by name, and a web process imports
         # no tasks module otherwise (only a worker discovers them).
-        from . import tasks  # noqa: F401
+        from . import services, tasks  # noqa: F401
+
+        # An archive goes with its export row, whatever deleted it (a workspace's cascade).
+        post_delete.connect(
+            services.export_deleted,
+            sender="transfer.Export",
+            dispatch_uid="transfer.services.export_deleted",
+        )

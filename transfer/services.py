@@ -218,6 +218,15 @@ def _file_delete(file_name: str | None) -> None:
         export_storage().delete(file_name)
 
 
+def export_deleted(*, instance: Export, using: str, **kwargs) -> None:
+    """``post_delete`` of an export, however it went (its workspace deleted in the admin, its
+    row purged): its archive leaves the store once the deletion commits. A deletion rolled
+    back keeps both; a store that fails then is logged, and the commit stands."""
+    file_name = instance.file_name
+    if file_name:
+        transaction.on_commit(lambda: _file_delete(file_name), using=using, robust=True)
+
+
 def exports_purge(*, now: datetime | None = None) -> int:
     """Delete the exports past ``expires_at``: each file, then its row. Answers how many."""
     now = now or timezone.now()

@@ -8,9 +8,12 @@ import tarfile
 from datetime import timedelta
 
 import orjson
+import pytest
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import Workspace
 from events.models import Event
 from tests.conftest import assert_error, assert_ok
 from tests.factories import ExportFactory, WorkspaceFactory, completed_export, make_issue
@@ -148,6 +151,36 @@ def test_the_lease_outlasts_the_tasks_time_limit():
     limits = settings.CELERY_TASK_ANNOTATIONS["transfer.tasks.export_build"]
     assert limits["soft_time_limit"] == settings.EXPORT_TIME_LIMIT_SECONDS
     assert services.export_lease().total_seconds() > limits["time_limit"]
+
+
+@pytest.mark.parametrize("how", ["admin", "orm"])
+def test_a_deleted_workspace_takes_its_archives_along(
+    world, exports_storage, browser, django_capture_on_commit_callbacks, how
+):
+    """However a workspace goes (the admin's delete page, a cascade in code), its exports'
+    archives leave the store once the deletion commits; another workspace's stay."""
+    gone = [completed_export(world.acme, world.owner) for _ in range(2)]
+    kept = completed_export(world.globex, world.outsider)
+    with django_capture_on_commit_callbacks(execute=True):
+        if how == "admin":
+            page = f"/admin/accounts/workspace/{world.acme.pk}/delete/"
+            assert browser.post(page, {"post": "yes"}).status_code == 302
+        else:
+            Workspace.objects.filter(pk=world.acme.pk).delete()
+    assert not Workspace.objects.filter(pk=world.acme.pk).exists()
+    assert not Export.objects.filter(pk__in=[export.pk for export in gone]).exists()
+    assert [(exports_storage / export.file_name).exists() for export in gone] == [False, False]
+    assert (exports_storage / kept.file_name).is_file()
+
+
+def test_an_export_deletion_rolled_back_keeps_its_archive(world, exports_storage):
+    export = completed_export(world.acme, world.owner)
+    pk, archive = export.pk, exports_storage / export.file_name
+    with pytest.raises(RuntimeError), transaction.atomic():
+        export.delete()
+        raise RuntimeError("the deletion fails after the row went")
+    assert Export.objects.filter(pk=pk).exists()
+    assert archive.is_file()
 
 
 def test_the_sweep_purges_expired_exports_file_and_row(world, exports_storage):
