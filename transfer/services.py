@@ -218,7 +218,7 @@ def _file_delete(file_name: str | None) -> None:
         export_storage().delete(file_name)
 
 
-def export_deleted(*, instance: Export, using: str, **kwargs) -> None:
+def export_deleted(*, instance: Export, using: str, **kwargs: object) -> None:
     """``post_delete`` of an export, however it went (its workspace deleted in the admin, its
     row purged): its archive leaves the store once the deletion commits. A deletion rolled
     back keeps both; a store that fails then is logged, and the commit stands."""
