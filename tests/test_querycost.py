@@ -168,6 +168,21 @@ def test_a_readiness_probe_whose_client_left_is_not_logged_as_an_error(client, c
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.django_db
+def test_a_page_outside_the_api_whose_client_left_is_not_logged_as_an_error(browser, caplog):
+    """An admin page (a view outside /v1/) whose client hung up: its statement is not sent,
+    it is answered as the API's are (a 503 in the envelope, to nobody), and nothing is logged
+    at WARNING or above: no "Unhandled error", no Django "Internal Server Error"."""
+    disconnect = Disconnect()
+    assert disconnect.cancel() is True
+    caplog.set_level(logging.INFO)
+    browser.raise_request_exception = False  # as a server answers: with handler500's page
+    response = browser.get("/admin/", **{DISCONNECT_KEY: disconnect})
+    assert_error(response, 503, "QUERY_TIMEOUT")
+    assert "client disconnected" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_late_cancel_never_reaches_a_later_request_on_the_same_connection(
     api, long_deadline, monkeypatch

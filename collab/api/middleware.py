@@ -14,6 +14,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.settings import api_settings
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from collab.db.querycost import is_cancelled
 from collab.logs import ContextLogFilter
 
 from .exceptions import error_body
@@ -120,6 +121,10 @@ class RequestIdMiddleware:
     def process_exception(self, request, exception):
         if isinstance(exception, EXPECTED_EXCEPTIONS):
             return None  # Django answers these with their 4xx, made JSON on the way out
+        if is_cancelled(exception):
+            # A statement cancelled at its deadline, or not sent because the client left: the
+            # 503 of handler500 (collab.views.server_error), logged as the API's are.
+            return None
         logger.exception("Unhandled error outside the API views")
         return json_error(
             500,
