@@ -110,6 +110,19 @@ def manage_run(
     )
 
 
+def python_run(env: dict[str, str], code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``python -c code`` in a process of its own with ``env``, from the repository's root,
+    whatever its exit status."""
+    return subprocess.run(  # noqa: S603 - our own interpreter, the test's own code
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def http_get(port: int, path: str, headers: dict | None = None, timeout: float = 10):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:

@@ -3,12 +3,10 @@ another keeps its connection, as the web pool's threads do (collab/asgi.py), ins
 and closing the file around each. ``CONN_MAX_AGE=0`` still opens one per request."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.liveserver import ROOT, embedded_env
+from tests.liveserver import embedded_env, python_run
 
 pytestmark = [pytest.mark.slow]
 
@@ -43,14 +41,7 @@ def test_a_thread_keeps_its_connection_from_one_request_to_the_next(
     data = tmp_path / "data"
     embedded_database(data)
     environment = {} if max_age is None else {"CONN_MAX_AGE": max_age}
-    done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=embedded_env(data, **environment),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python_run(embedded_env(data, **environment), SCRIPT)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout.splitlines()[-1])
     assert answer["statuses"] == ["200 OK"] * REQUESTS

@@ -10,8 +10,6 @@ import hmac
 import json
 import os
 import stat
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
@@ -23,7 +21,7 @@ from django.urls import path
 
 from collab import urls as collab_urls
 from collab.keyfile import keyfile_secret
-from tests.liveserver import ROOT, asgi_server, embedded_env, manage
+from tests.liveserver import asgi_server, embedded_env, manage, python_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
 
@@ -40,15 +38,8 @@ def embedded_settings(data_dir: Path, **environment: str) -> dict:
         "'fernet': hashlib.sha256(settings.WEBHOOK_ENCRYPTION_KEYS[0].encode()).hexdigest(), "
         "'debug': settings.DEBUG}))"
     )
-    done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=embedded_env(data_dir, **environment),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    done = python_run(embedded_env(data_dir, **environment), script)
+    done.check_returncode()
     assert "secret" not in done.stderr.lower()
     return json.loads(done.stdout)
 

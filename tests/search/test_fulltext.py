@@ -2,15 +2,13 @@
 answers on the embedded default (SQLite FTS5) as on PostgreSQL."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from collab.db import fulltext
 from tests.conftest import assert_error, assert_ok
 from tests.factories import make_issue
-from tests.liveserver import ROOT, embedded_env
+from tests.liveserver import embedded_env, python_run
 
 from .corpus import QUERIES, TITLES, found, make_corpus
 
@@ -126,23 +124,15 @@ def test_bad_highlight_and_sort_values_answer_400(api, corpus):
         assert set(error["details"]) == set(params)
 
 
-def test_the_embedded_default_finds_the_same(tmp_path):
+def test_the_embedded_default_finds_the_same(tmp_path, embedded_database):
     """SQLite FTS5 under ./run answers every query of the corpus as PostgreSQL does."""
     env = embedded_env(tmp_path)
-    run = [sys.executable, "manage.py"]
-    subprocess.run([*run, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)  # noqa: S603
+    embedded_database(tmp_path)
     script = (
         "import django, json; django.setup(); "
         "from tests.search.corpus import run_everywhere; print(json.dumps(run_everywhere()))"
     )
-    done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    done = python_run(env, script, timeout=300)
+    done.check_returncode()
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     assert {query: set(keys) for query, keys in answers.items()} == QUERIES
