@@ -1,7 +1,8 @@
 from django.db.models import QuerySet
+from django.http import Http404
 
 from .models import ApiKey, Invitation, Membership, User, Workspace
-from .roles import user_roles
+from .roles import require_ability, user_roles
 
 
 def workspace_list(*, user: User) -> QuerySet[Workspace]:
@@ -16,6 +17,16 @@ def workspace_get(*, user: User, workspace_id: int | str | None) -> Workspace | 
     if pk not in user_roles(user):
         return None
     return Workspace.objects.filter(pk=pk).first()
+
+
+def workspace_require(*, user: User, workspace_id: int | str | None, ability: str) -> Workspace:
+    """The workspace a route names, for a caller whose role allows ``ability`` in it: a 404
+    when the caller is not a member (as if it did not exist), a 403 when the role falls short."""
+    workspace = workspace_get(user=user, workspace_id=workspace_id)
+    if workspace is None:
+        raise Http404
+    require_ability(user, workspace.pk, ability)
+    return workspace
 
 
 def default_workspace_id(*, user: User) -> int | None:

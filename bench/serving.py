@@ -303,6 +303,7 @@ def measure_webhooks(args, env, project, user) -> dict:
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     webhook, _secret = notification_services.webhook_create(
+        workspace_id=project.workspace_id,
         project=project,
         actor=user,
         url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",

@@ -77,7 +77,10 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
         '{"comment", "issue" or "pull_request", "changes"}',
     ),
     "comment.deleted": ("DELETE /v1/comments/:id", '{"comment", "issue" or "pull_request"}'),
-    "webhook.created": ("POST /v1/projects/:id/webhooks", '{"webhook"}'),
+    "webhook.created": (
+        "POST /v1/projects/:id/webhooks, POST /v1/workspaces/:id/webhooks",
+        '{"webhook"}',
+    ),
     "webhook.updated": ("PATCH /v1/webhooks/:id", '{"webhook", "changes"}'),
     "webhook.deleted": ("DELETE /v1/webhooks/:id", '{"webhook"}'),
     "webhook.disabled": (

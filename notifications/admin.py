@@ -22,11 +22,20 @@ class WebhookAdmin(admin.ModelAdmin):
     """Webhooks are registered over the API (the secret never shows here); the admin reads
     them and switches them on or off through the service, so the change is an event too."""
 
-    list_display = ("id", "url", "project", "is_active", "failing_since", "last_delivery_at")
+    list_display = (
+        "id",
+        "url",
+        "workspace",
+        "project",
+        "is_active",
+        "failing_since",
+        "last_delivery_at",
+    )
     list_filter = ("is_active",)
-    search_fields = ("url", "project__name")
-    list_select_related = ("project",)
+    search_fields = ("url", "workspace__name", "project__name")
+    list_select_related = ("workspace", "project")
     fields = (
+        "workspace",
         "project",
         "url",
         "events",

@@ -17,3 +17,9 @@ class NotificationsConfig(AppConfig):
             sender="projects.Project",
             dispatch_uid="notifications.project_deliveries_lock",
         )
+        # And a workspace going, its own webhooks' (its projects' come with each project).
+        pre_delete.connect(
+            services.workspace_deliveries_lock,
+            sender="accounts.Workspace",
+            dispatch_uid="notifications.workspace_deliveries_lock",
+        )

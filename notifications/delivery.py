@@ -486,7 +486,7 @@ def _webhook_health(webhook: Webhook, *, ok: bool, now: datetime) -> None:
         webhook.refresh_from_db()
         event_record(
             type="webhook.disabled",
-            workspace_id=webhook.project.workspace_id,
+            workspace_id=webhook.workspace_id,
             project_id=webhook.project_id,
             actor=None,
             data={"webhook": webhook_record(webhook), "reason": reason},

@@ -15,6 +15,7 @@ from pathlib import Path
 import redis
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from collab.db.prepared import PreparedQuery
@@ -196,11 +197,11 @@ def _fanout(event_ids: list[int]) -> list[tuple[int, int]]:
             Event.objects.select_for_update()
             .filter(pk__in=event_ids, dispatched_at__isnull=True)
             .order_by("id")
-            .only("id", "type", "project_id")
+            .only("id", "type", "workspace_id", "project_id")
         )
         if not events:
             return []
-        fanned = [e for e in events if e.project_id is not None and e.type not in DIRECT_KINDS]
+        fanned = [e for e in events if e.type not in DIRECT_KINDS]
         hooks = _deliveries_create(fanned)
         dispatched = [event.pk for event in events]
         Event.objects.filter(pk__in=dispatched).update(dispatched_at=timezone.now())
@@ -218,15 +219,16 @@ FANOUT_ATTEMPTS = 3
 
 def _fanout_postgresql(event_ids: list[int]) -> list[tuple[int, int]]:
     """``_fanout`` as one statement: the events locked and marked dispatched, a delivery made
-    for each active webhook of the event's project whose patterns select its kind (as
-    ``kind_matches`` reads them). A webhook deleted meanwhile fails the statement's foreign
-    key check: it is run again, up to FANOUT_ATTEMPTS times."""
+    for each active webhook of the event's project, or of its workspace, whose patterns
+    select its kind (as ``kind_matches`` reads them). A webhook deleted meanwhile fails the
+    statement's foreign key check: it is run again, up to FANOUT_ATTEMPTS times."""
     now = timezone.now()
     for attempt in range(1, FANOUT_ATTEMPTS + 1):
         try:
             with connection.cursor() as cursor:
                 cursor.execute(
-                    f"WITH due AS (SELECT id, type, project_id FROM {quoted_table(Event)} "  # noqa: S608
+                    "WITH due AS (SELECT id, type, workspace_id, project_id "  # noqa: S608
+                    f"FROM {quoted_table(Event)} "
                     "WHERE id = ANY(%s) AND dispatched_at IS NULL ORDER BY id FOR UPDATE), "
                     f"marked AS (UPDATE {quoted_table(Event)} AS e SET dispatched_at = %s "
                     "FROM due WHERE e.id = due.id), "
@@ -234,7 +236,8 @@ def _fanout_postgresql(event_ids: list[int]) -> list[tuple[int, int]]:
                     "status, attempts, next_attempt_at, last_error, created_at) "
                     "SELECT gen_random_uuid(), w.id, due.id, %s, 0, %s, '', %s "
                     f"FROM due JOIN {quoted_table(Webhook)} AS w "
-                    "ON w.project_id = due.project_id AND w.is_active "
+                    "ON (w.project_id = due.project_id OR (w.project_id IS NULL "
+                    "AND w.workspace_id = due.workspace_id)) AND w.is_active "
                     "WHERE NOT starts_with(due.type, 'webhook.') AND EXISTS ("
                     "SELECT FROM jsonb_array_elements_text(w.events) AS p(pattern) "
                     "WHERE pattern IN ('*', due.type) OR (right(pattern, 2) = '.*' "
@@ -250,25 +253,41 @@ def _fanout_postgresql(event_ids: list[int]) -> list[tuple[int, int]]:
     return []
 
 
-def _deliveries_create(events: list[Event]) -> dict[int, list[Webhook]]:
-    """A delivery per event and active webhook of its project that wants its kind; returns
-    the webhooks by project. A webhook deleted between the read and the insert fails the
-    insert's foreign key: read them again and try again (in a savepoint each time)."""
+def _deliveries_create(events: list[Event]) -> list[Webhook]:
+    """A delivery per event and active webhook that wants its kind: those of the event's
+    project, and those of its workspace; returns the webhooks read. A webhook deleted between
+    the read and the insert fails the insert's foreign key: read them again and try again (in
+    a savepoint each time)."""
     if not events:
-        return {}
-    project_ids = {event.project_id for event in events}
+        return []
+    project_ids = {event.project_id for event in events if event.project_id is not None}
+    workspace_ids = {event.workspace_id for event in events}
     attempt = 1
     while True:
-        hooks: dict[int, list[Webhook]] = {}
-        for hook in Webhook.objects.filter(project_id__in=project_ids, is_active=True):
-            hooks.setdefault(hook.project_id, []).append(hook)
+        hooks = list(
+            Webhook.objects.filter(
+                Q(project_id__in=project_ids)
+                | Q(project__isnull=True, workspace_id__in=workspace_ids),
+                is_active=True,
+            )
+        )
+        by_project: dict[int, list[Webhook]] = {}
+        by_workspace: dict[int, list[Webhook]] = {}
+        for hook in hooks:
+            if hook.project_id is None:
+                by_workspace.setdefault(hook.workspace_id, []).append(hook)
+            else:
+                by_project.setdefault(hook.project_id, []).append(hook)
         try:
             with transaction.atomic():
                 Delivery.objects.bulk_create(
                     [
                         Delivery(webhook=hook, event=event)
                         for event in events
-                        for hook in hooks.get(event.project_id or 0, [])
+                        for hook in (
+                            by_project.get(event.project_id or 0, [])
+                            + by_workspace.get(event.workspace_id, [])
+                        )
                         if kind_matches(event.type, hook.events)
                     ],
                     ignore_conflicts=True,

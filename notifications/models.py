@@ -7,10 +7,15 @@ from django.utils import timezone
 
 
 class Webhook(models.Model):
-    """A receiver registered on a project for some event kinds (``"*"`` for all)."""
+    """A receiver registered for some event kinds (``"*"`` for all): on a project, for that
+    project's events, or on a workspace (``project`` null), for all of the workspace's events,
+    its own (``workspace.*``, ``invitation.*``, ``export.*``) and every project's."""
 
+    workspace = models.ForeignKey(
+        "accounts.Workspace", on_delete=models.CASCADE, related_name="webhooks"
+    )
     project = models.ForeignKey(
-        "projects.Project", on_delete=models.CASCADE, related_name="webhooks"
+        "projects.Project", on_delete=models.CASCADE, related_name="webhooks", null=True
     )
     url = models.URLField(max_length=2000)
     events = models.JSONField(default=list)
@@ -38,6 +43,11 @@ class Webhook(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["project", "is_active"]),
+            models.Index(
+                fields=["workspace", "is_active"],
+                condition=Q(project__isnull=True),
+                name="webhook_of_workspace",
+            ),
             # The sweep's question, every few seconds: which owed emails have not gone out.
             models.Index(
                 fields=["disabled_notify_queued_at"],

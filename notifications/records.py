@@ -12,7 +12,9 @@ from .models import Webhook
 
 class WebhookRecord(TypedDict):
     id: int
-    project_id: int
+    workspace_id: int
+    # None: the workspace's webhook, sent all of the workspace's events.
+    project_id: int | None
     url: str
     events: list[str]
     description: str
@@ -28,6 +30,7 @@ def webhook_record(webhook: Webhook) -> WebhookRecord:
     """A webhook as the API shows it: never its secret."""
     return {
         "id": webhook.pk,
+        "workspace_id": webhook.workspace_id,
         "project_id": webhook.project_id,
         "url": webhook.url,
         "events": list(webhook.events),

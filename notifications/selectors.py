@@ -63,13 +63,18 @@ def webhook_list(*, project: Project) -> QuerySet[Webhook]:
     return Webhook.objects.filter(project=project).order_by("id")
 
 
+def workspace_webhook_list(*, workspace_id: int) -> QuerySet[Webhook]:
+    """The workspace's own webhooks (not its projects')."""
+    return Webhook.objects.filter(workspace_id=workspace_id, project__isnull=True).order_by("id")
+
+
 def webhook_get(*, user: User, webhook_id: int | str) -> Webhook | None:
-    return (
-        Webhook.objects.filter(project__in=Project.objects.filter(project_visibility_q(user)))
-        .select_related("project")
-        .filter(pk=webhook_id)
-        .first()
+    """A webhook of a project the user sees, or of a workspace they belong to (the role each
+    needs is the view's to check)."""
+    seen = Q(project__in=Project.objects.filter(project_visibility_q(user))) | Q(
+        project__isnull=True, workspace_id__in=list(user_roles(user))
     )
+    return Webhook.objects.filter(seen).select_related("project").filter(pk=webhook_id).first()
 
 
 def delivery_list(*, webhook: Webhook) -> QuerySet[Delivery]:

@@ -11,7 +11,12 @@ class WebhookSerializer(serializers.Serializer):
     when the service generated it)."""
 
     id = serializers.IntegerField()
-    project_id = serializers.IntegerField()
+    workspace_id = serializers.IntegerField()
+    project_id = serializers.IntegerField(
+        allow_null=True,
+        help_text="null: the workspace's webhook, sent all of the workspace's events (its own "
+        "and every project's).",
+    )
     url = serializers.CharField()
     events = serializers.ListField(child=serializers.CharField())
     description = serializers.CharField(allow_blank=True)

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import Membership, Role, User
+from accounts.models import Membership, Role, User, Workspace
 from collab.api.exceptions import Conflict, ValidationFailed
 from collab.netguard import UnsafeAddress, resolve
 from collab.unset import UNSET, Maybe
@@ -63,15 +63,17 @@ def _events_check(events: list[str]) -> list[str]:
 
 def webhook_create(
     *,
-    project: Project,
+    workspace_id: int,
+    project: Project | None,
     actor: User | None,
     url: str,
     events: list[str],
     secret: str | None = None,
     description: str | None = "",
 ) -> tuple[Webhook, str | None]:
-    """Register a webhook. Returns it and, when the caller gave none, the secret made for it
-    (shown once, in the creation's answer)."""
+    """Register a webhook on ``project``, or on the workspace when ``project`` is None.
+    Returns it and, when the caller gave none, the secret made for it (shown once, in the
+    creation's answer)."""
     webhook_url_check(url)
     events = _events_check(events)
     generated = None
@@ -80,6 +82,7 @@ def webhook_create(
     now = timezone.now()
     with transaction.atomic():
         webhook = Webhook.objects.create(
+            workspace_id=workspace_id,
             project=project,
             url=url,
             events=events,
@@ -91,8 +94,8 @@ def webhook_create(
         )
         event_record(
             type="webhook.created",
-            workspace_id=project.workspace_id,
-            project_id=project.pk,
+            workspace_id=webhook.workspace_id,
+            project_id=webhook.project_id,
             actor=actor,
             data={"webhook": webhook_record(webhook)},
         )
@@ -125,7 +128,7 @@ def webhook_update(
             snapshot=_webhook_snapshot,
             event_type="webhook.updated",
             payload=lambda webhook: {"webhook": webhook_record(webhook)},
-            workspace_id=webhook.project.workspace_id,
+            workspace_id=webhook.workspace_id,
             project_id=webhook.project_id,
             actor=actor,
             stamp="updated_at",
@@ -162,12 +165,18 @@ def project_deliveries_lock(*, instance: Project, **kwargs: object) -> None:
     deliveries_lock(webhook__project_id=instance.pk)
 
 
+def workspace_deliveries_lock(*, instance: Workspace, **kwargs: object) -> None:
+    """``pre_delete`` of a workspace, inside its deletion's transaction: lock the deliveries
+    of its own webhooks."""
+    deliveries_lock(webhook__workspace_id=instance.pk, webhook__project__isnull=True)
+
+
 def webhook_delete(*, webhook: Webhook, actor: User | None) -> None:
     with transaction.atomic():
         deliveries_lock(webhook=webhook)
         event_record(
             type="webhook.deleted",
-            workspace_id=webhook.project.workspace_id,
+            workspace_id=webhook.workspace_id,
             project_id=webhook.project_id,
             actor=actor,
             data={"webhook": webhook_record(webhook)},
@@ -181,7 +190,7 @@ def webhook_ping(*, webhook: Webhook, actor: User | None) -> Delivery:
     with transaction.atomic():
         event = event_record(
             type="webhook.ping",
-            workspace_id=webhook.project.workspace_id,
+            workspace_id=webhook.workspace_id,
             project_id=webhook.project_id,
             actor=actor,
             data={"webhook": webhook_record(webhook), "zen": "Deliveries are signed; verify."},
@@ -227,16 +236,21 @@ def webhook_disabled_notify(*, webhook_id: int) -> int:
     try:
         recipients = list(
             Membership.objects.filter(
-                workspace_id=webhook.project.workspace_id,
+                workspace_id=webhook.workspace_id,
                 role__in=[Role.OWNER, Role.ADMIN],
                 user__status="active",
             ).values_list("user__email", flat=True)
         )
         if recipients:
+            owner, name = (
+                ("project", webhook.project.name)
+                if webhook.project is not None
+                else ("workspace", webhook.workspace.name)
+            )
             send_mail(
-                subject=f"Webhook disabled on {webhook.project.name}: {webhook.url}",
+                subject=f"Webhook disabled on {name}: {webhook.url}",
                 message=(
-                    f"The webhook {webhook.url} of the project {webhook.project.name} was "
+                    f"The webhook {webhook.url} of the {owner} {name} was "
                     f"switched off.\n\n{webhook.disabled_reason}\n\nIts delivery log: "
                     f"{settings.PUBLIC_BASE_URL}/v1/webhooks/{webhook.pk}/deliveries\n"
                 ),
@@ -270,5 +284,5 @@ def _disabled_notify_claim(*, webhook_id: int) -> tuple[Webhook, datetime] | Non
     ).update(disabled_notify_claimed_until=lease)
     if not taken:
         return None
-    webhook = Webhook.objects.select_related("project").filter(pk=webhook_id).first()
+    webhook = Webhook.objects.select_related("project", "workspace").filter(pk=webhook_id).first()
     return (webhook, lease) if webhook is not None else None

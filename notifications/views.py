@@ -1,3 +1,5 @@
+from typing import cast
+
 from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -5,6 +7,9 @@ from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 
+from accounts import selectors as account_selectors
+from accounts.models import User, Workspace
+from accounts.roles import require_ability
 from collab.api.filters import ID_SCHEMA
 from collab.api.permissions import MANAGE
 from collab.api.routers import MAX_ID
@@ -81,7 +86,41 @@ class ProjectWebhookViewSet(ProjectScopedViewSet):
     def create(self, request, project_id=None):
         project = self.get_project()
         data = self.validated(WebhookInputSerializer)
-        webhook, generated = services.webhook_create(project=project, actor=request.user, **data)
+        webhook, generated = services.webhook_create(
+            workspace_id=project.workspace_id, project=project, actor=request.user, **data
+        )
+        record = records.webhook_record(webhook)
+        if generated:
+            record["secret"] = generated
+        return self.created(record, f"/v1/webhooks/{webhook.pk}")
+
+
+class WorkspaceWebhookViewSet(ApiViewSet):
+    """``/v1/workspaces/:workspace_id/webhooks``: webhooks sent every event of the workspace,
+    its own (``workspace.*``, ``invitation.*``, ``export.*``) and every project's."""
+
+    scope_group = "projects"
+    queryset = Webhook.objects.none()
+    action_scopes = {"list": WEBHOOK_SCOPE, "create": WEBHOOK_SCOPE}
+
+    def get_workspace(self, workspace_id) -> Workspace:
+        return account_selectors.workspace_require(
+            user=cast(User, self.request.user), workspace_id=workspace_id, ability=MANAGE
+        )
+
+    @extend_schema(responses={200: WebhookSerializer(many=True)})
+    def list(self, request, workspace_id=None):
+        workspace = self.get_workspace(workspace_id)
+        page = self.paginate_queryset(selectors.workspace_webhook_list(workspace_id=workspace.pk))
+        return self.get_paginated_response([records.webhook_record(hook) for hook in page])
+
+    @extend_schema(request=WebhookInputSerializer, responses={201: WebhookSerializer})
+    def create(self, request, workspace_id=None):
+        workspace = self.get_workspace(workspace_id)
+        data = self.validated(WebhookInputSerializer)
+        webhook, generated = services.webhook_create(
+            workspace_id=workspace.pk, project=None, actor=request.user, **data
+        )
         record = records.webhook_record(webhook)
         if generated:
             record["secret"] = generated
@@ -103,7 +142,10 @@ class WebhookViewSet(ProjectAccessViewSet):
         webhook = selectors.webhook_get(user=self.actor, webhook_id=pk)
         if webhook is None:
             raise Http404
-        self.check_project_ability(webhook.project, self.required_ability())
+        if webhook.project is None:
+            require_ability(self.request.user, webhook.workspace_id, self.required_ability())
+        else:
+            self.check_project_ability(webhook.project, self.required_ability())
         return webhook
 
     def get_delivery(self, webhook: Webhook, delivery_id) -> Delivery:

@@ -178,11 +178,9 @@ class WorkspaceViewSet(ApiViewSet):
         return super().required_scope()
 
     def _workspace(self, pk, ability=READ):
-        workspace = account_selectors.workspace_get(user=self.request.user, workspace_id=pk)
-        if workspace is None:
-            raise Http404
-        require_ability(self.request.user, workspace.pk, ability)
-        return workspace
+        return account_selectors.workspace_require(
+            user=self.request.user, workspace_id=pk, ability=ability
+        )
 
     def _context(self) -> dict:
         return {"roles": user_roles(self.request.user)}

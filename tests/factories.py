@@ -96,6 +96,7 @@ class WebhookFactory(factory.django.DjangoModelFactory):
         model = Webhook
 
     project = factory.SubFactory(ProjectFactory)
+    workspace = factory.LazyAttribute(lambda hook: hook.project.workspace)
     url = "http://127.0.0.1:9/hooks"
     events = factory.LazyFunction(lambda: ["*"])
     secret_encrypted = factory.LazyFunction(lambda: crypto.secret_encrypt("factory-secret"))

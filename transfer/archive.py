@@ -25,7 +25,9 @@ from typing import IO, Any
 import orjson
 
 FORMAT = "collab-workspace"
-FORMAT_VERSION = 1
+# 2: webhooks carry workspace_id, and a workspace's own webhook has no project_id. An archive
+# of format 1 still imports (its webhooks are its workspace's: transfer.kinds).
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 # Members other than the manifest: flat names only, never a path that leaves the folder.
 _RECORDS_NAME = re.compile(r"[a-z_]{1,64}\.jsonl")

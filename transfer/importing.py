@@ -232,9 +232,12 @@ class _Importer:
         required = [
             f.attname
             for f in fields
-            if f.attname not in filled and (f is not pk or not kind.own_id)
+            if f.attname not in filled | set(kind.workspace_added)
+            and (f is not pk or not kind.own_id)
         ]
         optional = [f.attname for f in fields if f.attname in filled]
+        # The archive's workspace, as the archive numbers it.
+        workspace_old = next(iter(self.maps["workspace"]))
         columns = [f.column for f in fields]
         attnames = [f.attname for f in fields]
         # Values the driver cannot take as the archive has them, by position in the row.
@@ -266,6 +269,8 @@ class _Importer:
                 ) from None
             for name in optional:
                 row[name] = record.get(name)
+            for name in kind.workspace_added:
+                row[name] = record.get(name, workspace_old)
             try:
                 self._refs(kind, line, row)
                 if adapt is not None:

@@ -51,6 +51,9 @@ class Kind:
     # A reference to a record the archive lacks is dropped (null) rather than refused: the
     # event log keeps plain ids that outlive what they named.
     loose: bool = False
+    # References to the workspace added after format 1: an older archive's records lack them,
+    # and name the archive's workspace.
+    workspace_added: tuple[str, ...] = ()
 
     @property
     def member(self) -> str:
@@ -207,8 +210,10 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "webhooks",
         Webhook,
-        scope=_WS_PROJECT,
-        refs={"project_id": "projects", "created_by_id": USERS},
+        scope="workspace_id",
+        # A workspace's own webhook has no project.
+        refs={"workspace_id": "workspace", "project_id": "projects", "created_by_id": USERS},
+        workspace_added=("workspace_id",),
         # Encrypted with this instance's key; an export with credentials carries the secret
         # itself as ``secret``, which the importing instance encrypts with its own.
         omit=("secret_encrypted",),

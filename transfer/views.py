@@ -3,8 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from accounts import selectors as account_selectors
-from accounts.roles import require_ability
+from accounts.selectors import workspace_require
 from collab.api.conditional import none_match
 from collab.api.exceptions import Conflict
 from collab.api.permissions import MANAGE
@@ -40,13 +39,7 @@ class ExportViewSet(ApiViewSet):
         )
 
     def _workspace(self, workspace_id):
-        workspace = account_selectors.workspace_get(
-            user=self.request.user, workspace_id=workspace_id
-        )
-        if workspace is None:
-            raise Http404
-        require_ability(self.request.user, workspace.pk, MANAGE)
-        return workspace
+        return workspace_require(user=self.request.user, workspace_id=workspace_id, ability=MANAGE)
 
     def _export(self, workspace_id, export_id):
         workspace = self._workspace(workspace_id)

@@ -90,6 +90,8 @@ OPERATIONS: dict[str, str] = {
     "workspaces_members_partial_update": "members.update",
     "workspaces_members_destroy": "members.remove",
     "workspaces_dashboard_retrieve": "dashboard.workspace",
+    "workspaces_webhooks_list": "webhooks.list_for_workspace",
+    "workspaces_webhooks_create": "webhooks.create_for_workspace",
     "workspaces_exports_list": "exports.list",
     "workspaces_exports_create": "exports.create",
     "workspaces_exports_retrieve": "exports.get",

@@ -625,6 +625,7 @@ class Webhook(Model):
     """A webhook as shown: never its secret (``secret`` appears once, in a create's answer,."""
 
     id: int | None = None
+    workspace_id: int | None = None
     project_id: int | None = None
     url: str | None = None
     events: list[str] | None = None

@@ -1928,6 +1928,24 @@ class Webhooks(Resource):
             idempotency_key=idempotency_key,
         )
 
+    def create_for_workspace(
+        self,
+        workspace_id: int,
+        *,
+        url: str,
+        events: Sequence[str],
+        secret: str = UNSET,
+        description: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Webhook:
+        return self._one(
+            Webhook,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/webhooks",
+            json={"url": url, "events": events, "secret": secret, "description": description},
+            idempotency_key=idempotency_key,
+        )
+
     def delete(self, webhook_id: int, *, if_match: str | None = None) -> None:
         return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
 
@@ -1936,6 +1954,11 @@ class Webhooks(Resource):
 
     def list(self, project_id: int, *, per_page: int | None = None) -> Pager[Webhook]:
         return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
+
+    def list_for_workspace(
+        self, workspace_id: int, *, per_page: int | None = None
+    ) -> Pager[Webhook]:
+        return self._page(Webhook, f"/v1/workspaces/{workspace_id}/webhooks", per_page=per_page)
 
     def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Delivery:
         return self._one(
@@ -1987,6 +2010,24 @@ class AsyncWebhooks(AsyncResource):
             idempotency_key=idempotency_key,
         )
 
+    def create_for_workspace(
+        self,
+        workspace_id: int,
+        *,
+        url: str,
+        events: Sequence[str],
+        secret: str = UNSET,
+        description: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[Webhook]:
+        return self._one(
+            Webhook,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/webhooks",
+            json={"url": url, "events": events, "secret": secret, "description": description},
+            idempotency_key=idempotency_key,
+        )
+
     def delete(self, webhook_id: int, *, if_match: str | None = None) -> Awaitable[None]:
         return self._none("DELETE", f"/v1/webhooks/{webhook_id}", if_match=if_match)
 
@@ -1995,6 +2036,11 @@ class AsyncWebhooks(AsyncResource):
 
     def list(self, project_id: int, *, per_page: int | None = None) -> AsyncPager[Webhook]:
         return self._page(Webhook, f"/v1/projects/{project_id}/webhooks", per_page=per_page)
+
+    def list_for_workspace(
+        self, workspace_id: int, *, per_page: int | None = None
+    ) -> AsyncPager[Webhook]:
+        return self._page(Webhook, f"/v1/workspaces/{workspace_id}/webhooks", per_page=per_page)
 
     def ping(self, webhook_id: int, *, idempotency_key: str | None = None) -> Awaitable[Delivery]:
         return self._one(

@@ -579,14 +579,21 @@ def test_a_webhook_deleted_while_its_delivery_is_out_drops_it_quietly(
     assert not Delivery.objects.exists() and not DeliveryAttempt.objects.exists()
 
 
-@pytest.mark.parametrize("deleted", ["webhook", "project"])
+@pytest.mark.parametrize("deleted", ["webhook", "project", "workspace"])
 def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, receiver, deleted):
     """A worker holds a delivery while it records an attempt (as ``_delivery_settle`` does);
-    the deletion of its webhook, or of the webhook's project, waits for it and takes the new
-    attempt along."""
+    the deletion of its webhook, of the webhook's project, or of the workspace whose own
+    webhook it is, waits for it and takes the new attempt along."""
     if connection.vendor != "postgresql":
         pytest.skip("row locks: PostgreSQL")
-    hook = register(api, world.project, receiver.url, events=["issue.created"])
+    if deleted == "workspace":
+        body = {"url": receiver.url, "events": ["issue.created"], "secret": SECRET}
+        data = assert_ok(
+            api.owner.post(f"/v1/workspaces/{world.acme.pk}/webhooks", body, format="json"), 201
+        )["data"]
+        hook = Webhook.objects.get(pk=data["id"])
+    else:
+        hook = register(api, world.project, receiver.url, events=["issue.created"])
     create_issue(api, world.project)
     delivery = Delivery.objects.get(webhook=hook)
     locked = threading.Event()
@@ -609,10 +616,13 @@ def test_deleting_a_webhook_waits_for_an_attempt_being_recorded(api, world, rece
     assert locked.wait(10)
     if deleted == "webhook":
         services.webhook_delete(webhook=hook, actor=world.owner)
-    else:
+    elif deleted == "project":
         from projects.services import project_delete
 
         project_delete(project=world.project, actor=world.owner)
+    else:
+        with transaction.atomic():  # as the admin's delete page does
+            world.acme.delete()
     thread.join(10)
 
     assert errors == []

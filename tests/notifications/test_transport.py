@@ -198,7 +198,11 @@ def test_a_busy_receiver_defers_the_delivery_without_an_attempt(world, settings)
         first = holder.occupy()  # the receiver's one slot is taken
 
         webhook = Webhook.objects.create(
-            project=world.project, url=holder.url, events=["*"], secret_encrypted=_secret()
+            workspace=world.acme,
+            project=world.project,
+            url=holder.url,
+            events=["*"],
+            secret_encrypted=_secret(),
         )
         event = Event.objects.create(
             type="issue.updated", workspace_id=world.acme.pk, dispatched_at=timezone.now()
@@ -234,7 +238,11 @@ def test_a_paused_receiver_fails_its_delivery_as_an_attempt_to_retry(world, sett
     try:
         assert post(dropper.url).status_code is None
         webhook = Webhook.objects.create(
-            project=world.project, url=dropper.url, events=["*"], secret_encrypted=_secret()
+            workspace=world.acme,
+            project=world.project,
+            url=dropper.url,
+            events=["*"],
+            secret_encrypted=_secret(),
         )
         event = Event.objects.create(
             type="issue.updated", workspace_id=world.acme.pk, dispatched_at=timezone.now()
@@ -256,7 +264,11 @@ def _secret() -> str:
 
 def _deliveries(world, url: str, count: int) -> list[Delivery]:
     webhook = Webhook.objects.create(
-        project=world.project, url=url, events=["*"], secret_encrypted=_secret()
+        workspace=world.acme,
+        project=world.project,
+        url=url,
+        events=["*"],
+        secret_encrypted=_secret(),
     )
     events = [
         Event.objects.create(
@@ -485,7 +497,11 @@ def test_an_event_reaches_its_receiver_in_four_statements(world, receiver):
     from django.test.utils import CaptureQueriesContext
 
     webhook = Webhook.objects.create(
-        project=world.project, url=receiver.url, events=["issue.*"], secret_encrypted=_secret()
+        workspace=world.acme,
+        project=world.project,
+        url=receiver.url,
+        events=["issue.*"],
+        secret_encrypted=_secret(),
     )
 
     def event():

@@ -224,7 +224,8 @@ class Full:
 def full(world, api, origin, git_storage, django_capture_on_commit_callbacks) -> Full:
     """The world's Acme workspace with issues (one deleted, one closed by a merged pull
     request's closing keyword), labels, comments with mentions and an edit, a repository with
-    a merged and an open pull request and a review, a webhook, a pending invitation and links
+    a merged and an open pull request and a review, a project's and the workspace's webhooks, a
+    pending invitation and links
     to GitHub records."""
     capture = django_capture_on_commit_callbacks
     project = world.project
@@ -283,6 +284,7 @@ def full(world, api, origin, git_storage, django_capture_on_commit_callbacks) ->
     with capture(execute=True):
         comment_create(parent=open_pull, actor=world.owner, body="Thanks @dev!")
     WebhookFactory(project=project, created_by=world.owner, events=["issue.created"])
+    WebhookFactory(workspace=world.acme, project=None, created_by=world.owner, events=["export.*"])
     # As the GitHub import leaves them (transfer.github_import).
     GithubLink.objects.create(
         project=project, kind=GithubLink.Kind.ISSUE, github_id=901, issue_id=crash.pk

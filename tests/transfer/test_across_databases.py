@@ -18,6 +18,7 @@ from accounts.models import User
 from gitintegration import git
 from gitintegration.models import Repository
 from issues.models import Issue, IssueSequence
+from notifications.models import Webhook
 from tests.factories import PASSWORD
 from tests.transfer.archives import manifest, normalized
 from transfer.exporting import workspace_export
@@ -36,6 +37,28 @@ def test_write_the_archive_of_this_database(full, tmp_path):
         workspace_id=full.workspace.pk, path=path, include_credentials=True, include_events=True
     )
     shutil.copyfile(path, ARCHIVES / f"made-on-{connection.vendor}.tar.gz")
+
+
+@pytest.mark.parametrize("made_on", MADE_ON)
+def test_an_archive_of_format_1_imports(db, made_on, tmp_path, git_storage):
+    """Made before webhooks named their workspace (format 2): its webhooks are its
+    workspace's project's, and everything else is read as before."""
+    archive = ARCHIVES / f"format-1-made-on-{made_on}.tar.gz"
+    assert manifest(archive)["format_version"] == 1
+    copy = workspace_import(path=archive)
+    again = tmp_path / "again.tar.gz"
+    workspace_export(
+        workspace_id=copy.pk, path=again, include_credentials=True, include_events=True
+    )
+    first, second = normalized(archive), normalized(again)
+    for kind in first:
+        if kind != "webhooks":
+            assert second[kind] == first[kind], kind
+    webhook = Webhook.objects.get(workspace=copy)
+    assert webhook.project.workspace_id == copy.pk
+    assert [{**hook, "workspace_id": None} for hook in second["webhooks"]] == [
+        {**hook, "workspace_id": None} for hook in first["webhooks"]
+    ]
 
 
 @pytest.mark.parametrize("made_on", MADE_ON)

@@ -42,7 +42,7 @@ def test_the_archive_holds_every_record_type_and_a_bundle(full, world, tmp_path)
     counts = stored["counts"]
     assert counts["issues"] == 2 and counts["pull_requests"] == 2 and counts["reviews"] == 1
     assert counts["comments"] == 2 and counts["comment_revisions"] == 1
-    assert counts["mentions"] == 2 and counts["invitations"] == 1 and counts["webhooks"] == 1
+    assert counts["mentions"] == 2 and counts["invitations"] == 1 and counts["webhooks"] == 2
     assert counts["github_links"] == 2
     assert "events" not in counts
     # The people named anywhere: the members, the invitee; never the other workspace's.
@@ -78,7 +78,7 @@ def test_credentials_and_events_only_when_asked(full, tmp_path):
     _names, contents = members(path)
     assert manifest["counts"]["events"] > 10
     assert all(user["password"] for user in records(contents, "users"))
-    assert [hook["secret"] for hook in records(contents, "webhooks")] == ["factory-secret"]
+    assert [hook["secret"] for hook in records(contents, "webhooks")] == ["factory-secret"] * 2
     assert all(len(repo["webhook_secret"]) == 40 for repo in records(contents, "repositories"))
     kinds = {event["type"] for event in records(contents, "events")}
     assert {"issue.created", "pull_request.merged", "comment.created"} <= kinds
