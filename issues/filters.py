@@ -91,7 +91,7 @@ class SortFilter(filters.OrderingFilter):
         terms = [term for term in terms if term is not None]
         if not terms:
             return qs
-        return qs.order_by(*terms, "-id")
+        return qs.order_by(*fulltext.tie_broken(terms, "-id"))
 
     def ordering_term(self, param, qs):
         """``qs``: the rows filtered so far (``sort`` comes last): relevance ranks only the

@@ -49,5 +49,5 @@ class SearchFilter(CachedFormFilterSet):
         if "sort" not in self.data:  # the best match first, unless asked otherwise
             best = fulltext.best_first(self.data.get("q", ""), among=queryset)
             if best is not None:
-                queryset = queryset.order_by(best, "-id")
+                queryset = queryset.order_by(*fulltext.tie_broken([best], "-id"))
         return queryset

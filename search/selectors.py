@@ -38,15 +38,15 @@ def search_hits(*, user: User, scopes: list[str]) -> QuerySet[SearchHit]:
     readable = Q(pk__in=[])
     for scope in scopes:
         readable |= READ_SCOPES[scope]
-    return SearchHit.objects.filter(readable, project_id__in=visible_projects(user=user))
+    projects = visible_projects(user=user).values("pk")
+    return SearchHit.objects.filter(readable, fulltext.AmongIds("project_id", projects))
 
 
 def hit_values(hits: QuerySet[SearchHit], *, text: str) -> QuerySet[SearchHit, dict[str, Any]]:
     """Rows for ``search_hit_record``: each hit's fields and its score (the snippets of a
     page's rows come from ``hit_snippets_attach``)."""
-    query = fulltext.parse(text)
     rows: QuerySet[SearchHit, dict[str, Any]] = hits.values(
-        *HIT_FIELDS, score=fulltext.Score(query)
+        *HIT_FIELDS, score=fulltext.score(text, among=hits)
     )
     return rows
 

@@ -125,7 +125,11 @@ def test_compose_has_its_services(compose):
 
 def test_postgres_and_redis_have_health_checks(compose):
     postgres, redis = compose["services"]["postgres"], compose["services"]["redis"]
-    assert postgres["image"] == "postgres:16"
+    # postgres:16 and RUM's package for the same major version (search's rank indexes).
+    assert postgres["build"] == "deploy/postgres" and postgres["image"] == "collab-postgres:16"
+    dockerfile = (ROOT / "deploy/postgres/Dockerfile").read_text()
+    assert "FROM postgres:16\n" in dockerfile
+    assert '"postgresql-${PG_MAJOR}-rum"' in dockerfile
     assert "pg_isready" in _words(postgres["healthcheck"]["test"])
     assert postgres["environment"]["POSTGRES_DB"] == "collab"
     assert redis["image"] == "redis:7"

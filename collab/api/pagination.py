@@ -262,7 +262,20 @@ class _Walk(Protocol):
 
 
 def _walk(rows: QuerySet | Sequence) -> _Walk:
-    return _KeysetWalk(rows) if isinstance(rows, QuerySet) else _SequenceWalk(rows)
+    if isinstance(rows, QuerySet) and not _walked_by_offset(rows):
+        return _KeysetWalk(rows)
+    return _SequenceWalk(rows)
+
+
+def _walked_by_offset(queryset: QuerySet) -> bool:
+    """Whether the queryset is ordered by one expression that says it is walked by offset
+    (``walked_by_offset``): an order an index gives, its ties in an order of the index's own,
+    which no keyset condition can restate (search's rank, collab.db.fulltext.RankDistance).
+    Its pages and cursors then read the same rows, by offset."""
+    terms = queryset.query.order_by
+    if len(terms) != 1 or not isinstance(terms[0], OrderBy):
+        return False
+    return bool(getattr(terms[0].expression, "walked_by_offset", False))
 
 
 @dataclass(frozen=True)
@@ -363,7 +376,7 @@ class _SequenceWalk:
     its content pinned at the first page when it can be pinned (``Pinnable``), so what is
     added meanwhile does not shift it. Only for small or immutable lists."""
 
-    def __init__(self, sequence: Sequence) -> None:
+    def __init__(self, sequence: Sequence | QuerySet) -> None:
         self.source = sequence
 
     def signature(self) -> list[str]:

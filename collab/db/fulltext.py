@@ -24,11 +24,13 @@ A model over several searchable tables (a union view) names them in ``search_sou
 
 import html
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import connection as default_connection
+from django.db import connections
 from django.db.migrations.operations.base import Operation
 from django.db.models import (
     BooleanField,
@@ -47,6 +49,13 @@ from django.db.models.functions import Coalesce
 CONFIG = "english"
 COLUMN = "search_document"
 FTS_SUFFIX = "_fts"
+# PostgreSQL with the RUM extension: the index that serves a page of "best match first" in
+# rank order (``RankDistance``), beside the GIN index that finds and counts the matches.
+RANK_INDEX_SUFFIX = "_search_rank"
+RANK_EXTENSION = "rum"
+# How long a process trusts what it found out about the rank indexes (made or dropped by
+# ``manage.py search_index`` while it runs).
+RANK_INDEX_RECHECK_SECONDS = 60.0
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # Where a highlight starts and ends: control characters no text is shown with, turned into
 # ``<mark>`` tags after the text around them is escaped.
@@ -229,7 +238,9 @@ class Score(_SearchExpression):
         super().__init__(query, FloatField())
 
     def as_postgresql(self, compiler, connection):
-        sql, params = _tsquery(self.query)
+        # The required terms alone: the exclusions leave rows out, they do not rank the rest
+        # (ts_rank gives every row of ``a & !b`` the same 1e-20).
+        sql, params = _tsquery(Query(self.query.required) if self.query.required else self.query)
         # Normalisation 32: rank / (rank + 1), into [0, 1).
         return f"ts_rank({self._column(compiler, COLUMN)}, {sql}, 32)::float8", params
 
@@ -254,6 +265,37 @@ class Score(_SearchExpression):
 
         sql, params = self._per_source(compiler, build)
         return f"COALESCE({sql}, 0.0)", params
+
+
+class RankDistance(_SearchExpression):
+    """PostgreSQL with the rank index: how far a matching row is from the query, lower is
+    better (RUM's ``<=>``: the inverse of its cover-density score, ``RankScore``). Ordered
+    by it, a page is read from the index in that order: no match outside the page is
+    ranked, and no row read from the table."""
+
+    # Its ties come in the index's order, which no keyset condition restates: a list ordered
+    # by it alone is paged, by number and by cursor, by offset (collab.api.pagination).
+    walked_by_offset = True
+
+    def __init__(self, query: Query):
+        super().__init__(query, FloatField())
+
+    def as_postgresql(self, compiler, connection):
+        sql, params = _tsquery(self.query)
+        return f"({self._column(compiler, COLUMN)} <=> {sql})", params
+
+
+class RankScore(_SearchExpression):
+    """``Score`` where the rank indexes order the rows: RUM's score, from 0 to 1, in the
+    order ``RankDistance`` gives (a title's words weigh more, and so do the query's words
+    close together)."""
+
+    def __init__(self, query: Query):
+        super().__init__(query, FloatField())
+
+    def as_postgresql(self, compiler, connection):
+        sql, params = _tsquery(self.query)
+        return f"rum_ts_score({self._column(compiler, COLUMN)}, {sql}, 32)::float8", params
 
 
 class Highlight(_SearchExpression):
@@ -314,6 +356,35 @@ class Highlight(_SearchExpression):
         return f"COALESCE({sql}, {text})", params
 
 
+class AmongIds(Expression):
+    """``field`` is one of the ids ``subquery`` gives: a condition. On PostgreSQL the ids are
+    read once into an array (``= ANY(ARRAY(...))``): an ``IN`` would be planned as a join,
+    which loses the order the rank index reads the rows in."""
+
+    conditional = True
+    output_field = BooleanField()
+
+    def __init__(self, field: str, subquery) -> None:
+        super().__init__()
+        self.ids_of, self.subquery = F(field), Subquery(subquery)
+
+    def get_source_expressions(self):
+        return [self.ids_of, self.subquery]
+
+    def set_source_expressions(self, exprs):
+        self.ids_of, self.subquery = exprs
+
+    def as_sql(self, compiler, connection):
+        field_sql, field_params = compiler.compile(self.ids_of)
+        sub_sql, sub_params = compiler.compile(self.subquery)
+        return f"{field_sql} IN {sub_sql}", [*field_params, *sub_params]
+
+    def as_postgresql(self, compiler, connection):
+        field_sql, field_params = compiler.compile(self.ids_of)
+        sub_sql, sub_params = compiler.compile(self.subquery)
+        return f"{field_sql} = ANY(ARRAY{sub_sql})", [*field_params, *sub_params]
+
+
 def search(queryset, text: str):
     """``queryset`` narrowed to the rows matching ``text`` (none when it holds no word)."""
     query = parse(text)
@@ -354,17 +425,151 @@ class CandidateScore(Expression):
         return self.ranked.resolve_expression(*args, **kwargs)
 
 
+def _ranked_by_index(query: Query, among) -> bool:
+    """Whether "best first" over ``among`` reads from the rank indexes (``rank_index_ready``)."""
+    return (
+        among is not None
+        and bool(query.required)
+        and rank_index_ready(
+            [table for table, _fields in _sources(among.model).values()],
+            connection=connections[among.db],
+        )
+    )
+
+
 def best_first(text: str, *, among=None) -> OrderBy | None:
-    """The ordering term "best match of ``text`` first"; None when it holds no word. With
-    ``among`` (the rows being ordered, filtered), only its newest
-    ``settings.SEARCH_RANK_CANDIDATES`` rows are ranked (``CandidateScore``)."""
+    """The ordering term "best match of ``text`` first"; None when it holds no word.
+
+    On PostgreSQL with the rank indexes (``rank_index_ready``), every match is ranked and the
+    page is read from the index in rank order (``RankDistance``). Otherwise, with ``among``
+    (the rows being ordered, filtered), only its newest ``settings.SEARCH_RANK_CANDIDATES``
+    rows are ranked (``CandidateScore``)."""
     query = parse(text)
     if not query:
         return None
+    if _ranked_by_index(query, among):
+        return OrderBy(RankDistance(query))
     candidates = getattr(settings, "SEARCH_RANK_CANDIDATES", 0)
     if among is None or candidates <= 0:
         return OrderBy(Score(query), descending=True)
     return OrderBy(CandidateScore(query, among=among, candidates=candidates), descending=True)
+
+
+def tie_broken(terms: list, tie_breaker: str) -> list:
+    """``terms`` of an ordering, then ``tie_breaker`` (``"-id"``), unless the rank index alone
+    orders them: a further term would make PostgreSQL rank every match again to sort them,
+    where the index gives its ties in an order of its own, the same from one page to the
+    next."""
+    [only] = terms if len(terms) == 1 else [None]
+    if isinstance(only, OrderBy) and isinstance(only.expression, RankDistance):
+        return terms
+    return [*terms, tie_breaker]
+
+
+def score(text: str, *, among) -> Expression:
+    """The score to show beside rows of ``among`` ranked by ``best_first``: on the same
+    scale as its order (``RankScore`` from the rank indexes, ``Score`` otherwise)."""
+    query = parse(text)
+    return RankScore(query) if _ranked_by_index(query, among) else Score(query)
+
+
+# Rank indexes (PostgreSQL, RUM) -------------------------------------------------------------
+
+_rank_ready: dict[tuple[str, ...], tuple[float, bool]] = {}
+
+
+def rank_index_name(table: str) -> str:
+    return table + RANK_INDEX_SUFFIX
+
+
+def rank_index_ready(tables: list[str], *, connection=None) -> bool:
+    """Whether every one of ``tables`` has its rank index, built and valid (PostgreSQL with
+    the RUM extension). Asked of the database once a minute per process at most."""
+    connection = connection or default_connection
+    if connection.vendor != "postgresql" or not getattr(settings, "SEARCH_RANK_INDEX", True):
+        return False
+    key = (connection.alias, *sorted(tables))
+    now = time.monotonic()
+    known = _rank_ready.get(key)
+    if known is not None and now - known[0] < RANK_INDEX_RECHECK_SECONDS:
+        return known[1]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = ANY(%s) AND i.indisvalid AND i.indisready",
+            [[rank_index_name(table) for table in key[1:]]],
+        )
+        ready = cursor.fetchone()[0] == len(key) - 1
+    _rank_ready[key] = (now, ready)
+    return ready
+
+
+def rank_index_forget() -> None:
+    """Ask the database again next time (after the indexes were made or dropped)."""
+    _rank_ready.clear()
+
+
+def rank_extension_state(connection) -> str:
+    """``installed``, ``available`` (its package is there, ``CREATE EXTENSION`` not run) or
+    ``missing``, for the database of ``connection`` (PostgreSQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT installed_version IS NOT NULL FROM pg_available_extensions WHERE name = %s",
+            [RANK_EXTENSION],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return "missing"
+    return "installed" if row[0] else "available"
+
+
+def rank_index_make(connection, table: str) -> str:
+    """Build ``table``'s rank index on PostgreSQL, concurrently (writes go on meanwhile),
+    installing the RUM extension first when its package is there. Returns what happened:
+    ``made``, ``present``, ``no extension`` (the package is missing: nothing to do), or
+    ``not allowed`` (``CREATE EXTENSION rum`` needs a superuser: run it once as one). Must
+    run outside a transaction."""
+    from django.db import DatabaseError
+
+    quote = connection.ops.quote_name
+    state = rank_extension_state(connection)
+    if state == "missing":
+        return "no extension"
+    if state == "available":
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"CREATE EXTENSION IF NOT EXISTS {RANK_EXTENSION}")
+        except DatabaseError:
+            return "not allowed"
+    name = rank_index_name(table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s",
+            [name],
+        )
+        row = cursor.fetchone()
+        if row is not None and row[0]:
+            return "present"
+        if row is not None:  # an earlier concurrent build that failed leaves it invalid
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {quote(name)}")
+        cursor.execute(
+            f"CREATE INDEX CONCURRENTLY {quote(name)} ON {quote(table)} "
+            f"USING {RANK_EXTENSION} ({quote(COLUMN)} rum_tsvector_ops)"
+        )
+    rank_index_forget()
+    return "made"
+
+
+def rank_index_drop(connection, table: str) -> bool:
+    """Drop ``table``'s rank index (concurrently); whether there was one."""
+    name = rank_index_name(table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i'", [name])
+        present = cursor.fetchone() is not None
+        cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {connection.ops.quote_name(name)}")
+    rank_index_forget()
+    return present
 
 
 def marked_html(text: str | None) -> str:
