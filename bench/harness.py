@@ -382,6 +382,9 @@ def project_seed(issues: int) -> dict:
     if held < issues:
         print(f"Seeding '{name}' ({held} issues now, {issues} wanted)...", flush=True)
         began = time.perf_counter()
+        # A million rows copied in go faster into the GIN index alone: search's rank index
+        # (RUM) is built again afterwards, concurrently, as the migration builds it.
+        rank_index = _rank_index_set_aside()
         call_command(
             "seed_demo",
             "--workspace",
@@ -392,6 +395,12 @@ def project_seed(issues: int) -> dict:
             str(issues),
             verbosity=1,
         )
+        if rank_index:
+            from django.db import connection
+
+            from collab.db import fulltext
+
+            fulltext.rank_index_make(connection, "issues_issue")
         seconds = round(time.perf_counter() - began, 1)
         project = find()
         # Fresh statistics for the planner, as autovacuum would gather them in a while.
@@ -408,6 +417,18 @@ def project_seed(issues: int) -> dict:
         "open": issue_count(project_ids=[project.pk], statuses=["open"]),
         "seed_seconds": seconds,
     }
+
+
+def _rank_index_set_aside() -> bool:
+    """Drop the issues' rank index (PostgreSQL with RUM) before a big seeding; whether there
+    was one to build again."""
+    from django.db import connection
+
+    from collab.db import fulltext
+
+    if connection.vendor != "postgresql" or not fulltext.rank_index_ready(["issues_issue"]):
+        return False
+    return fulltext.rank_index_drop(connection, "issues_issue")
 
 
 def api_key_for_owner():

@@ -31,7 +31,8 @@ per endpoint in this process, through Django's test client):
   writes against bare views doing their essential writes (bench/views.py); creates from 8
   clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
 - every documented filter of the issue list (``FILTERS``), alone and with ``status=open``,
-  on both sizes, and ``GET /v1/search`` over the big project;
+  on both sizes, and ``GET /v1/search`` by query shape (SEARCH_SHAPES) on both sizes and over
+  comments;
 - ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
 - webhook delivery to ten receivers on 127.0.0.1 and a dead one (it takes connections and
   never answers): an issue created over HTTP to its signed deliveries (p50, p99), a burst for
@@ -46,7 +47,8 @@ Every request figure is also given as a ratio to the bare baseline on the 10,000
 page 1. Prints a table, writes bench/results/run.json (or --output), and ends with the line
 ``bench: list/bare=<r> metrics/bare=<r> list1M/list10k=<r> metrics1M/metrics10k=<r>
 create/bare=<r> create/bare_create=<r> patch/bare_patch=<r> bulk_create/s=<n> webhooks/s=<n>
-stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n> metrics_on/off=<r>
+stream_p99_ms=<n> filters1M/filters10k=<r> (<filter>) search1M=<n> search/bare=<r>
+search1M/search10k=<r> (<shape>) wal_with/without_rank_index=<r> metrics_on/off=<r>
 export_issues/s=<n> import_issues/s=<n>``: the list's and the
 metrics' (``period=30d``, small project) throughput against the baseline's, what the list and
 the metrics cost on the big project against the small one (time per request, 1.00 = the
@@ -78,6 +80,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -99,6 +102,7 @@ from bench.harness import (  # noqa: E402
     size_label,
     streams_open,
 )
+from bench.search import measure_rank_index  # noqa: E402
 from bench.transfer import measure_transfer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "run.json"
@@ -119,6 +123,16 @@ FILTERS = {
     "updated_after": f"updated_after={(datetime.now(UTC) - timedelta(days=30)):%Y-%m-%d}",
 }
 SEARCH_QUERY = "emoji"
+# ``/v1/search`` by query shape, on both sizes (the seeded words: issues.seeding). The common
+# word is SEARCH_QUERY; search/bare is it on the large project against the bare list.
+SEARCH_SHAPES = {
+    "rare": "zeppelin",  # 1 issue in 2,000 (issues.seeding.RARE_EVERY)
+    "common": SEARCH_QUERY,  # about 5%
+    "very common": "change",  # about 33%
+    "two words": "emoji safari",  # both: about 0.6%
+    "prefix": "bill*",  # billing: about 17%
+    "phrase": '"dark mode"',  # about 5%
+}
 HEALTHY_RECEIVERS = 10
 WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
@@ -147,6 +161,7 @@ def main() -> int:
     writes = writes_project()
     # Before the servers start: the machine is the export's and the import's alone.
     transfer = measure_transfer(workspace_id=bench_workspace_id())
+    rank_index = measure_rank_index(project_id=writes["id"], creates=20 if args.smoke else 1000)
     key, token = api_key_for_owner()
     projects["large"]["deep"] = deep_paging(projects["large"], token)
     load = load_generator(
@@ -154,7 +169,7 @@ def main() -> int:
     )
     cases = cases_build(projects, writes)
     processes: list = []
-    results: dict = {"transfer": transfer}
+    results: dict = {"transfer": transfer, "rank_index": rank_index}
     try:
         queries_count(cases, token)
         # Two worker processes each, as production runs them; a smoke run's load is too small
@@ -386,8 +401,13 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
             for status in ("", "status=open&"):
                 path = f"/v1/projects/{project['id']}/issues?{status}{query}&per_page=50"
                 cases.append(case(f"filter {name}{' +status' if status else ''} {size}", [path]))
-    search = f"/v1/search?q={SEARCH_QUERY}&project_id={projects['large']['id']}&per_page=20"
-    cases.append(case("search large", [search]))
+    for size, project in projects.items():
+        for shape, words in SEARCH_SHAPES.items():
+            query = urlencode({"q": words, "project_id": project["id"], "per_page": 20})
+            cases.append(case(f"search {shape} {size}", [f"/v1/search?{query}"]))
+    # Comments: the writes project's threads (10,010 comments; the sized projects have none).
+    query = urlencode({"q": "markdown", "type": "comment", "project_id": writes["id"]})
+    cases.append(case("search comments", [f"/v1/search?{query}&per_page=20"]))
     deep = projects["large"]["deep"]
     cases.append(case("deep large by offset", [deep["offset"]]))
     cases.append(case("deep large by cursor", [deep["cursor"]]))
@@ -994,10 +1014,20 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "bulk_create/s": round(bulk["issues_per_second"]),
         "webhooks/s": round(hooks["deliveries_per_second_per_worker"]),
         "stream_p99_ms": round(stream["p99_ms"]),
-        "search1M": round(by_name["search large"]["load"]["requests_per_second"], 1),
+        "search1M": round(by_name["search common large"]["load"]["requests_per_second"], 1),
+        "search1M_p99_ms": max(
+            by_name[f"search {shape} large"]["load"]["p99_ms"] for shape in SEARCH_SHAPES
+        ),
         "export_issues/s": results["transfer"]["export_issues/s"],
         "import_issues/s": results["transfer"]["import_issues/s"],
     }
+    search_costs = {
+        shape: cost(f"search {shape} large", f"search {shape} small") for shape in SEARCH_SHAPES
+    }
+    worst_search = max(search_costs, key=search_costs.__getitem__)
+    ratios.update({f"search {shape}": value for shape, value in search_costs.items()})
+    ratios["search/bare"] = ratio("search common large", BASELINE)
+    ratios["search1M/search10k"] = search_costs[worst_search]
     filter_costs = {name: value for name, value in ratios.items() if name.startswith("filter ")}
     worst_filter = max(filter_costs, key=filter_costs.__getitem__)
     ratios["filters1M/filters10k"] = filter_costs[worst_filter]
@@ -1072,12 +1102,15 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "webhooks": hooks,
         "stream": stream,
         "transfer": results["transfer"],
+        "rank_index": results["rank_index"],
         "ratios": ratios,
         "figures": figures,
         "elapsed_seconds": results["elapsed_seconds"],
     }
     args.output.write_text(json.dumps(document, indent=2) + "\n")
     print(f"Wrote {args.output} in {results['elapsed_seconds']:.0f} s.")
+    wal_ratio = results["rank_index"].get("wal_with/without")
+    wal = "n/a" if wal_ratio is None else f"{wal_ratio:.2f}"
     print(
         f"bench: list/bare={ratios['list/bare']:.2f} "
         f"metrics/bare={ratios['metrics/bare']:.2f} "
@@ -1091,6 +1124,9 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         f"stream_p99_ms={figures['stream_p99_ms']} "
         f"filters1M/filters10k={ratios['filters1M/filters10k']:.2f} ({worst_filter[7:]}) "
         f"search1M={figures['search1M']:.1f} "
+        f"search/bare={ratios['search/bare']:.2f} "
+        f"search1M/search10k={ratios['search1M/search10k']:.2f} ({worst_search}) "
+        f"wal_with/without_rank_index={wal} "
         f"metrics_on/off={ratios['metrics_on/off']:.2f} "
         f"export_issues/s={figures['export_issues/s']} "
         f"import_issues/s={figures['import_issues/s']}"

@@ -136,6 +136,11 @@ SENTENCES = (
     "Should be behind a feature flag at first.",
 )
 
+# One issue in RARE_EVERY (by number, drawing nothing from the generator, so every other value
+# is as before) also says RARE_SENTENCE: a word rare enough for search's benchmark (bench/run).
+RARE_EVERY = 2000
+RARE_SENTENCE = "Seen only with the zeppelin build."
+
 ISSUE_COLUMNS = (
     "id",
     "project_id",
@@ -333,7 +338,7 @@ def _batch_build(
             "project_id": project.pk,
             "number": first_number + position,
             "title": title[0].upper() + title[1:],
-            "description": " ".join(rng.sample(SENTENCES, rng.randint(0, 3))),
+            "description": _description(rng, first_number + position),
             "type": type_,
             "priority": priority,
             "priority_rank": PRIORITY_RANK[priority],
@@ -359,6 +364,13 @@ def _batch_build(
         )
         batch.history.extend((position, *change) for change in changes)
     return batch
+
+
+def _description(rng: random.Random, number: int) -> str:
+    sentences = rng.sample(SENTENCES, rng.randint(0, 3))
+    if number % RARE_EVERY == 0:
+        sentences.append(RARE_SENTENCE)
+    return " ".join(sentences)
 
 
 def _between(rng: random.Random, start: datetime, end: datetime, scale: float) -> datetime:

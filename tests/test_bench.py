@@ -25,8 +25,11 @@ LAST_LINE = re.compile(
     r"create/bare_create=(\d+\.\d\d) patch/bare_patch=(\d+\.\d\d) "
     r"bulk_create/s=(\d+) webhooks/s=(\d+) stream_p99_ms=(\d+) "
     r"filters1M/filters10k=(\d+\.\d\d) \(([a-z_]+(?: \+status)?)\) search1M=(\d+\.\d) "
+    r"search/bare=(\d+\.\d\d) search1M/search10k=(\d+\.\d\d) \(([a-z ]+)\) "
+    r"wal_with/without_rank_index=(\d+\.\d\d|n/a) "
     r"metrics_on/off=(\d+\.\d\d) export_issues/s=(\d+) import_issues/s=(\d+)$"
 )
+SEARCH_SHAPES = ("rare", "common", "very common", "two words", "prefix", "phrase")
 FILTERS = ("type", "priority", "assignee", "labels", "q", "created_after", "updated_after")
 MEASUREMENTS = {
     "bare 200 p1",
@@ -57,7 +60,8 @@ MEASUREMENTS = {
     "users/me limiter on",
     "list 200 p1 limiter on",
     "list 200 p1 metrics off",
-    "search 1k",
+    "search comments",
+    *(f"search {shape} {size}" for shape in SEARCH_SHAPES for size in ("200", "1k")),
     *(
         f"filter {name}{status} {size}"
         for name in FILTERS
@@ -131,7 +135,10 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "thread10k/thread10",
     }
     # The ratios on the last line are the JSON's.
-    *numbers, worst, search, metrics_on_off, exported, imported = LAST_LINE.match(last).groups()
+    *numbers, worst, search, search_bare, search_cost, search_worst, wal, metrics_on_off = (
+        LAST_LINE.match(last).groups()[:-2]
+    )
+    exported, imported = LAST_LINE.match(last).groups()[-2:]
     # The workspace's issues exported and imported (the import rolled back: nothing added).
     transfer = report["transfer"]
     assert transfer["issues"] >= 1200 and transfer["export_issues/s"] > 0
@@ -161,6 +168,16 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
     assert set(costs) == {f"{name}{status}" for name in FILTERS for status in ("", " +status")}
     assert costs[worst] == max(costs.values()) == ratios["filters1M/filters10k"]
     assert float(search) == report["figures"]["search1M"] > 0
+    assert float(search_bare) == ratios["search/bare"] > 0
+    searches = {shape: ratios[f"search {shape}"] for shape in SEARCH_SHAPES}
+    assert searches[search_worst] == max(searches.values()) == float(search_cost)
+    # CI's PostgreSQL has RUM (./test installs it): the rank index's write cost is measured.
+    rank_index = report["rank_index"]
+    if rank_index["rank_index"]:
+        assert float(wal) == rank_index["wal_with/without"] > 0
+        assert rank_index["rank_index_build_seconds"] >= 0 and rank_index["rank_index_rows"] > 0
+    else:
+        assert wal == "n/a"
     assert float(metrics_on_off) == ratios["metrics_on/off"] > 0
     assert report["figures"]["bulk_create/s"] >= 100  # each request writes 100 issues
 

@@ -168,11 +168,12 @@ if DATABASE_TRANSACTION_POOLING:
 DATABASE_STATEMENT_TIMEOUT_MS = env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=15000)
 # What a 503 for a cancelled statement tells the client to wait, in seconds.
 DATABASE_TIMEOUT_RETRY_AFTER = env.int("DATABASE_TIMEOUT_RETRY_AFTER", default=5)
-# "Best match first" on PostgreSQL with the RUM extension reads the page from the rank indexes
-# (manage.py search_index), every match ranked. Without them, or with SEARCH_RANK_INDEX off, it
-# ranks only the newest SEARCH_RANK_CANDIDATES matches (collab.db.fulltext); older ones follow,
-# newest first. 0: rank every match.
-SEARCH_RANK_INDEX = env.bool("SEARCH_RANK_INDEX", default=True)
+# "Best match first" ranks only the newest SEARCH_RANK_CANDIDATES matches (collab.db.fulltext);
+# older ones follow, newest first. 0: rank every match. With SEARCH_RANK_INDEX on, PostgreSQL
+# with the RUM extension reads each page from the rank indexes (manage.py search_index) instead,
+# every match ranked. Off by default: RUM gives the hits that rank the same in an order that
+# is not always the same from one page size to another, so pages can repeat or skip them.
+SEARCH_RANK_INDEX = env.bool("SEARCH_RANK_INDEX", default=False)
 SEARCH_RANK_CANDIDATES = env.int("SEARCH_RANK_CANDIDATES", default=1000)
 
 REDIS_URL = env.str("REDIS_URL", default="")

@@ -231,6 +231,7 @@ def _bodies(world, origin, receiver) -> dict[str, dict]:
         "projects_labels_create": {"name": "linked"},
         "projects_members_create": {"user_id": world.admin.pk},
         "projects_webhooks_create": {"url": receiver.url, "events": ["*"]},
+        "workspaces_webhooks_create": {"url": receiver.url, "events": ["export.*"]},
         "projects_repositories_create": {"name": "origin", "clone_url": origin.url},
         "repositories_sync_create": {},
         "repositories_pulls_create": {"title": "Feature", "head": "feature", "base": "main"},

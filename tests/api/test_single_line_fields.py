@@ -109,6 +109,7 @@ def targets(world):
         "jwt": jwt,
         "anonymous": client_for(),
         "project": world.project,
+        "workspace": world.acme,
         "issue": make_issue(world.project, world.owner, title="Fine title"),
         "label": label,
         "repository": repository,
@@ -244,6 +245,22 @@ CASES = {
     ),
     ("POST", "/v1/projects/{project_id}/webhooks", "events"): case(
         "api", PROJECT + "/webhooks", {**HOOK, "events": ["issue.\n*"]}, "events.0", Webhook, None
+    ),
+    ("POST", "/v1/workspaces/{workspace_id}/webhooks", "url"): case(
+        "api",
+        "/v1/workspaces/{workspace}/webhooks",
+        {**HOOK, "url": "http://127.0.0.1:9/h\x01"},
+        "url",
+        Webhook,
+        "url",
+    ),
+    ("POST", "/v1/workspaces/{workspace_id}/webhooks", "events"): case(
+        "api",
+        "/v1/workspaces/{workspace}/webhooks",
+        {**HOOK, "events": ["issue.\n*"]},
+        "events.0",
+        Webhook,
+        None,
     ),
     ("PATCH", "/v1/webhooks/{pk}", "url"): case(
         "api",

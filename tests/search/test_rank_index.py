@@ -35,7 +35,9 @@ QUERIES = ("rocket", "rocket launch", "rock*", '"rocket launch"', "rocket -pad",
 
 
 @pytest.fixture
-def rum(db):
+def rum(db, settings):
+    """RUM here, and the ranking reading from it (SEARCH_RANK_INDEX: off by default)."""
+    settings.SEARCH_RANK_INDEX = True
     if fulltext.rank_extension_state(connection) == "missing":
         if os.environ.get("CI") == "true":
             pytest.fail("CI runs with RUM: ./test installs postgresql-<version>-rum")
@@ -149,7 +151,7 @@ def test_a_cursor_walks_the_ranking_as_pages_do(api, world, corpus):
 
 
 def test_the_setting_turns_them_off(api, world, corpus, settings):
-    settings.SEARCH_RANK_INDEX = False
+    settings.SEARCH_RANK_INDEX = False  # the default
     assert not fulltext.rank_index_ready(list(TABLES))
     with CaptureQueriesContext(connection) as queries:
         ranked(api, world, "search", "rocket")

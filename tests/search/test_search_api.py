@@ -246,7 +246,6 @@ def broad(world, settings):
     without RUM; tests/search/test_rank_index.py has the one with them)."""
     from issues.seeding import issues_seed
 
-    settings.SEARCH_RANK_INDEX = False
     settings.SEARCH_RANK_CANDIDATES = 50
     issues_seed(project=world.project, total=2000, people=[world.owner.pk])
     return world
