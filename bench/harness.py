@@ -426,7 +426,7 @@ def _rank_index_set_aside() -> bool:
 
     from collab.db import fulltext
 
-    if connection.vendor != "postgresql" or not fulltext.rank_index_ready(["issues_issue"]):
+    if connection.vendor != "postgresql" or not fulltext.rank_index_built(["issues_issue"]):
         return False
     return fulltext.rank_index_drop(connection, "issues_issue")
 

@@ -15,7 +15,7 @@ def measure_rank_index(*, project_id: int, creates: int = 1000) -> dict:
 
     from collab.db import fulltext
 
-    if connection.vendor != "postgresql" or not fulltext.rank_index_ready([TABLE]):
+    if connection.vendor != "postgresql" or not fulltext.rank_index_built([TABLE]):
         return {"rank_index": False}
     with_index = _wal_of_creates(project_id, "with", creates) * 1000 // creates
     fulltext.rank_index_drop(connection, TABLE)

@@ -483,10 +483,18 @@ def rank_index_name(table: str) -> str:
 
 
 def rank_index_ready(tables: list[str], *, connection=None) -> bool:
+    """Whether "best first" reads from the rank indexes: ``SEARCH_RANK_INDEX`` is on, and
+    every one of ``tables`` has its index (``rank_index_built``)."""
+    if not getattr(settings, "SEARCH_RANK_INDEX", False):
+        return False
+    return rank_index_built(tables, connection=connection)
+
+
+def rank_index_built(tables: list[str], *, connection=None) -> bool:
     """Whether every one of ``tables`` has its rank index, built and valid (PostgreSQL with
     the RUM extension). Asked of the database once a minute per process at most."""
     connection = connection or default_connection
-    if connection.vendor != "postgresql" or not getattr(settings, "SEARCH_RANK_INDEX", True):
+    if connection.vendor != "postgresql":
         return False
     key = (connection.alias, *sorted(tables))
     now = time.monotonic()
@@ -523,12 +531,12 @@ def rank_extension_state(connection) -> str:
     return "installed" if row[0] else "available"
 
 
-def rank_index_make(connection, table: str) -> str:
+def rank_index_make(connection, table: str, *, concurrently: bool = True) -> str:
     """Build ``table``'s rank index on PostgreSQL, concurrently (writes go on meanwhile),
     installing the RUM extension first when its package is there. Returns what happened:
     ``made``, ``present``, ``no extension`` (the package is missing: nothing to do), or
-    ``not allowed`` (``CREATE EXTENSION rum`` needs a superuser: run it once as one). Must
-    run outside a transaction."""
+    ``not allowed`` (``CREATE EXTENSION rum`` needs a superuser: run it once as one).
+    Concurrently, it must run outside a transaction."""
     from django.db import DatabaseError
 
     quote = connection.ops.quote_name
@@ -551,10 +559,11 @@ def rank_index_make(connection, table: str) -> str:
         row = cursor.fetchone()
         if row is not None and row[0]:
             return "present"
+        how = "CONCURRENTLY " if concurrently else ""
         if row is not None:  # an earlier concurrent build that failed leaves it invalid
-            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {quote(name)}")
+            cursor.execute(f"DROP INDEX {how}IF EXISTS {quote(name)}")
         cursor.execute(
-            f"CREATE INDEX CONCURRENTLY {quote(name)} ON {quote(table)} "
+            f"CREATE INDEX {how}{quote(name)} ON {quote(table)} "
             f"USING {RANK_EXTENSION} ({quote(COLUMN)} rum_tsvector_ops)"
         )
     rank_index_forget()

@@ -1,11 +1,13 @@
-"""PostgreSQL with the RUM extension: a rank index on each searchable table's search document,
-built concurrently (writes go on meanwhile), so that a page of "best match first" is read in
-rank order from it (collab.db.fulltext). Where the extension's package is missing, or the
-migrating user may not install it, nothing is built: ``manage.py search_index`` builds them
-later, and search ranks as before meanwhile."""
+"""PostgreSQL with the RUM extension and SEARCH_RANK_INDEX on: a rank index on each searchable
+table's search document, built concurrently (writes go on meanwhile), so that a page of "best
+match first" is read in rank order from it (collab.db.fulltext). With the setting off (the
+default), nothing is built: the indexes would cost every write and serve no read. Where the
+extension's package is missing, or the migrating user may not install it, nothing is built
+either: ``manage.py search_index`` builds them later, and search ranks as before meanwhile."""
 
 import logging
 
+from django.conf import settings
 from django.db import migrations
 
 from collab.db import fulltext
@@ -16,7 +18,7 @@ logger = logging.getLogger("collab.search")
 
 def rank_indexes_make(apps, schema_editor):
     connection = schema_editor.connection
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or not settings.SEARCH_RANK_INDEX:
         return
     for table in TABLES:
         outcome = fulltext.rank_index_make(connection, table)

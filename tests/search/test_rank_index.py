@@ -4,7 +4,9 @@ order by ``/v1/search`` and ``sort=relevance``, and the same hits without them.
 "Without" is the extension dropped inside the test's transaction (rolled back after it), as a
 database without RUM's package is: the ranking then falls back to the newest candidates."""
 
+import importlib
 import os
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -42,6 +44,9 @@ def rum(db, settings):
         if os.environ.get("CI") == "true":
             pytest.fail("CI runs with RUM: ./test installs postgresql-<version>-rum")
         pytest.skip("the RUM extension's package is not installed")
+    # Off by default, the migration built none: made here, inside the test's transaction.
+    for table in TABLES:
+        fulltext.rank_index_make(connection, table, concurrently=False)
     fulltext.rank_index_forget()
     yield
     fulltext.rank_index_forget()
@@ -75,7 +80,7 @@ def ranked(api, world, path: str, q: str) -> list[tuple[int, float | None]]:
     return [(row["id"], row.get("score")) for row in rows]
 
 
-def test_the_migration_built_them(rum):
+def test_the_indexes_are_rum_indexes(rum):
     assert fulltext.rank_index_ready(list(TABLES))
     with connection.cursor() as cursor:
         cursor.execute(
@@ -86,6 +91,25 @@ def test_the_migration_built_them(rum):
         assert sorted(cursor.fetchall()) == sorted(
             (fulltext.rank_index_name(table), "rum") for table in TABLES
         )
+
+
+@pytest.mark.django_db(transaction=True)  # CREATE INDEX CONCURRENTLY: no transaction around
+def test_the_migration_builds_them_only_when_the_setting_is_on(settings):
+    migration = importlib.import_module("search.migrations.0002_rank_indexes")
+    editor = SimpleNamespace(connection=connection)
+    settings.SEARCH_RANK_INDEX = False
+    fulltext.rank_index_forget()
+    migration.rank_indexes_make(None, editor)
+    assert not fulltext.rank_index_built(list(TABLES))
+    if fulltext.rank_extension_state(connection) == "missing":
+        pytest.skip("the RUM extension's package is not installed")
+    settings.SEARCH_RANK_INDEX = True
+    try:
+        migration.rank_indexes_make(None, editor)
+        assert fulltext.rank_index_ready(list(TABLES))
+    finally:
+        migration.rank_indexes_drop(None, editor)
+    assert not fulltext.rank_index_built(list(TABLES))
 
 
 @pytest.mark.parametrize("path", ["search", "issues"])
@@ -170,6 +194,7 @@ def test_the_command_drops_shows_and_builds_them(rum, capsys):
     assert all(f"{table}: built" in out for table in TABLES)
     call_command("search_index", verbosity=0)
     assert "issues_issue: already there" in capsys.readouterr().out
+    call_command("search_index", "--drop", verbosity=0)  # as the migration left it
 
 
 def test_without_the_package_the_command_says_what_to_install(rum, monkeypatch):
