@@ -68,6 +68,15 @@ class AnyAccept(BaseContentNegotiation):
 WEBHOOK_SCOPE = "projects:admin"
 
 
+def _webhook_created(webhook: Webhook, generated: str | None) -> tuple[dict, str]:
+    """A create's answer and location: the record, with the secret when the service made it
+    (shown this once)."""
+    record: dict = dict(records.webhook_record(webhook))
+    if generated:
+        record["secret"] = generated
+    return record, f"/v1/webhooks/{webhook.pk}"
+
+
 class ProjectWebhookViewSet(ProjectScopedViewSet):
     """``/v1/projects/:project_id/webhooks``."""
 
@@ -86,13 +95,10 @@ class ProjectWebhookViewSet(ProjectScopedViewSet):
     def create(self, request, project_id=None):
         project = self.get_project()
         data = self.validated(WebhookInputSerializer)
-        webhook, generated = services.webhook_create(
+        made = services.webhook_create(
             workspace_id=project.workspace_id, project=project, actor=request.user, **data
         )
-        record = records.webhook_record(webhook)
-        if generated:
-            record["secret"] = generated
-        return self.created(record, f"/v1/webhooks/{webhook.pk}")
+        return self.created(*_webhook_created(*made))
 
 
 class WorkspaceWebhookViewSet(ApiViewSet):
@@ -118,13 +124,10 @@ class WorkspaceWebhookViewSet(ApiViewSet):
     def create(self, request, workspace_id=None):
         workspace = self.get_workspace(workspace_id)
         data = self.validated(WebhookInputSerializer)
-        webhook, generated = services.webhook_create(
+        made = services.webhook_create(
             workspace_id=workspace.pk, project=None, actor=request.user, **data
         )
-        record = records.webhook_record(webhook)
-        if generated:
-            record["secret"] = generated
-        return self.created(record, f"/v1/webhooks/{webhook.pk}")
+        return self.created(*_webhook_created(*made))
 
 
 class WebhookViewSet(ProjectAccessViewSet):

@@ -531,6 +531,18 @@ def rank_extension_state(connection) -> str:
     return "installed" if row[0] else "available"
 
 
+def rank_index_state(connection, table: str) -> tuple[bool, int] | None:
+    """``table``'s rank index: whether it is valid, and its size in bytes; None without one."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid, pg_relation_size(c.oid) FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
+            [rank_index_name(table)],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (bool(row[0]), int(row[1]))
+
+
 def rank_index_make(connection, table: str, *, concurrently: bool = True) -> str:
     """Build ``table``'s rank index on PostgreSQL, concurrently (writes go on meanwhile),
     installing the RUM extension first when its package is there. Returns what happened:
@@ -550,17 +562,12 @@ def rank_index_make(connection, table: str, *, concurrently: bool = True) -> str
         except DatabaseError:
             return "not allowed"
     name = rank_index_name(table)
+    index = rank_index_state(connection, table)
+    if index is not None and index[0]:
+        return "present"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE c.relname = %s",
-            [name],
-        )
-        row = cursor.fetchone()
-        if row is not None and row[0]:
-            return "present"
         how = "CONCURRENTLY " if concurrently else ""
-        if row is not None:  # an earlier concurrent build that failed leaves it invalid
+        if index is not None:  # an earlier concurrent build that failed leaves it invalid
             cursor.execute(f"DROP INDEX {how}IF EXISTS {quote(name)}")
         cursor.execute(
             f"CREATE INDEX {how}{quote(name)} ON {quote(table)} "

@@ -39,18 +39,24 @@ def test_write_the_archive_of_this_database(full, tmp_path):
     shutil.copyfile(path, ARCHIVES / f"made-on-{connection.vendor}.tar.gz")
 
 
+def imported_and_exported_again(archive: Path, folder: Path):
+    """The workspace ``archive`` imports as, and the records of the archive and of that
+    workspace's export, modulo ids."""
+    copy = workspace_import(path=archive)
+    again = folder / "again.tar.gz"
+    workspace_export(
+        workspace_id=copy.pk, path=again, include_credentials=True, include_events=True
+    )
+    return copy, normalized(archive), normalized(again)
+
+
 @pytest.mark.parametrize("made_on", MADE_ON)
 def test_an_archive_of_format_1_imports(db, made_on, tmp_path, git_storage):
     """Made before webhooks named their workspace (format 2): its webhooks are its
     workspace's project's, and everything else is read as before."""
     archive = ARCHIVES / f"format-1-made-on-{made_on}.tar.gz"
     assert manifest(archive)["format_version"] == 1
-    copy = workspace_import(path=archive)
-    again = tmp_path / "again.tar.gz"
-    workspace_export(
-        workspace_id=copy.pk, path=again, include_credentials=True, include_events=True
-    )
-    first, second = normalized(archive), normalized(again)
+    copy, first, second = imported_and_exported_again(archive, tmp_path)
     for kind in first:
         if kind != "webhooks":
             assert second[kind] == first[kind], kind
@@ -67,12 +73,7 @@ def test_an_archive_of_either_database_imports_and_exports_the_same(
 ):
     archive = ARCHIVES / f"made-on-{made_on}.tar.gz"
     assert manifest(archive)["database"] == made_on
-    copy = workspace_import(path=archive)
-    again = tmp_path / "again.tar.gz"
-    workspace_export(
-        workspace_id=copy.pk, path=again, include_credentials=True, include_events=True
-    )
-    first, second = normalized(archive), normalized(again)
+    copy, first, second = imported_and_exported_again(archive, tmp_path)
     for kind in first:
         assert second[kind] == first[kind], kind
     # The hashes came with the credentials: the people sign in as before.

@@ -53,18 +53,14 @@ class Command(BaseCommand):
 
     def _status(self) -> None:
         self.stdout.write(f"RUM extension: {fulltext.rank_extension_state(connection)}")
-        with connection.cursor() as cursor:
-            for table in TABLES:
-                cursor.execute(
-                    "SELECT i.indisvalid, pg_size_pretty(pg_relation_size(c.oid)) "
-                    "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                    "WHERE c.relname = %s",
-                    [fulltext.rank_index_name(table)],
-                )
-                row = cursor.fetchone()
-                state = "none" if row is None else ("valid" if row[0] else "invalid")
-                size = f", {row[1]}" if row else ""
-                self.stdout.write(f"{table}: {state}{size}")
+        for table in TABLES:
+            state = fulltext.rank_index_state(connection, table)
+            if state is None:
+                self.stdout.write(f"{table}: none")
+                continue
+            valid, size = state
+            shown = "valid" if valid else "invalid"
+            self.stdout.write(f"{table}: {shown}, {size / 2**20:.1f} MiB")
 
     def _make(self, table: str, *, quiet: bool) -> str:
         """The build, on a connection of its own in a thread, while this one follows its
