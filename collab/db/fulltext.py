@@ -427,9 +427,12 @@ class CandidateScore(Expression):
 
 def _ranked_by_index(query: Query, among) -> bool:
     """Whether "best first" over ``among`` reads from the rank indexes (``rank_index_ready``)."""
+    # A phrase is not: RUM's ordered scan ranks it otherwise than its own score does for the
+    # row (the page's order flipped between runs of the same query).
     return (
         among is not None
         and bool(query.required)
+        and all(len(term.words) == 1 for term in query.required)
         and rank_index_ready(
             [table for table, _fields in _sources(among.model).values()],
             connection=connections[among.db],
