@@ -102,7 +102,10 @@ class PagePagination(BasePagination):
 
         if position is None:
             offset = (self.page - 1) * self.per_page
-            rows = [] if offset >= self.total else walk.slice(offset, self.per_page)
+            # No more rows than the total leaves: a walk that reads a list in parts (by
+            # bands) then knows the list ends, without asking the next part.
+            remaining = self.total - offset
+            rows = [] if remaining <= 0 else walk.slice(offset, min(self.per_page, remaining))
             more = offset + self.per_page < self.total
         else:
             rows = walk.after(position, self.per_page + 1)
@@ -262,9 +265,26 @@ class _Walk(Protocol):
 
 
 def _walk(rows: QuerySet | Sequence) -> _Walk:
-    if isinstance(rows, QuerySet) and not _walked_by_offset(rows):
-        return _KeysetWalk(rows)
-    return _SequenceWalk(rows)
+    if not isinstance(rows, QuerySet) or _walked_by_offset(rows):
+        return _SequenceWalk(rows)
+    bands = _banded(rows)
+    if bands is not None:
+        return _BandedWalk(rows, bands)
+    return _KeysetWalk(rows)
+
+
+def _banded(queryset: QuerySet) -> list[QuerySet] | None:
+    """The bands of a queryset ordered first by an expression that splits it into bands
+    (``bands(queryset, rest)``: each band's rows and their ordering, every row of a band
+    before every row of the next; search's "best first", collab.db.fulltext.CandidateScore),
+    each ordered as it says; None for any other ordering."""
+    terms = queryset.query.order_by
+    if not terms or not isinstance(terms[0], OrderBy) or not terms[0].descending:
+        return None
+    split = getattr(terms[0].expression, "bands", None)
+    if split is None:
+        return None
+    return [rows.order_by(*ordering) for rows, ordering in split(queryset, list(terms[1:]))]
 
 
 def _walked_by_offset(queryset: QuerySet) -> bool:
@@ -368,6 +388,64 @@ class _KeysetWalk:
             if isinstance(row, dict):  # a .values() row: the sort values are not the API's
                 for alias in self.aliases:
                     del row[alias]
+        return rows
+
+
+class _BandedWalk:
+    """A queryset whose ordering splits it into bands (``_banded``), walked band by band: a
+    page is read from the band its position is in, and from the next ones when that band
+    ends before the page does. A cursor holds its band and the keys of its rows' ordering."""
+
+    def __init__(self, queryset: QuerySet, bands: list[QuerySet]) -> None:
+        self.source = queryset
+        self.whole = _KeysetWalk(queryset)
+        self.bands = [_KeysetWalk(band) for band in bands]
+        self.band_of: dict[int, int] = {}  # id() of a row given: its band
+
+    def signature(self) -> list[str]:
+        return self.whole.signature()
+
+    def resume(self, position: dict[str, Any]) -> "_BandedWalk":
+        band = position.get("b")
+        if not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < len(self.bands):
+            raise bad_cursor()
+        self.bands[band].resume(position)
+        return self
+
+    def _read(self, band: int, rows: list, limit: int, read) -> list:
+        for row in read:
+            self.band_of[id(row)] = band
+            rows.append(row)
+        return rows[:limit]
+
+    def slice(self, offset: int, limit: int) -> list:
+        rows: list = []
+        for index, band in enumerate(self.bands):
+            read = band.slice(offset, limit - len(rows))
+            rows = self._read(index, rows, limit, read)
+            if len(rows) >= limit:
+                break
+            # This band ends within the page (the next one starts at its top), or before it:
+            # the next starts that many rows past its top.
+            offset = 0 if read else max(0, offset - band.source.count())
+        return rows
+
+    def after(self, position: dict[str, Any], limit: int) -> list:
+        start = position["b"]
+        rows = self._read(start, [], limit, self.bands[start].after(position, limit))
+        for index in range(start + 1, len(self.bands)):
+            if len(rows) >= limit:
+                break
+            rows = self._read(index, rows, limit, self.bands[index].slice(0, limit - len(rows)))
+        return rows
+
+    def position(self, row: Any, offset: int) -> dict[str, Any]:
+        band = self.band_of[id(row)]
+        return {"b": band, **self.bands[band].position(row, offset)}
+
+    def output(self, rows: list) -> list:
+        for row in rows:
+            self.bands[self.band_of[id(row)]].output([row])
         return rows
 
 

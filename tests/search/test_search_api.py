@@ -186,9 +186,11 @@ def test_the_answer_takes_a_fixed_number_of_queries(
     for n in range(10):
         make_issue(world.project, world.owner, title=f"checkout {n}")
     search(api.owner, q="warm")  # a key's first call records its use: kept out of the count
-    # The key, the caller's workspaces, the count, the page and its rows' snippets (read for
-    # the page alone: search.selectors.hit_snippets_attach), however many hits.
-    with django_assert_max_num_queries(5):
+    # The key, the caller's workspaces, the count, where the ranked candidates end (the
+    # oldest created_at of the newest 1,000: collab.db.fulltext.CandidateScore.bands), the page
+    # and its rows' snippets (read for the page alone: search.selectors.hit_snippets_attach),
+    # however many hits.
+    with django_assert_max_num_queries(6):
         body = search(api.owner, q="checkout", per_page=50)
     assert body["meta"]["total"] == 14
 
@@ -265,9 +267,14 @@ def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
         body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
     matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches("e*"))
     assert body["meta"]["total"] == matches.count() > 200  # the total still counts them all
-    # The ranking reads the created_at of the 50th newest match: only those newer are scored.
-    ranked = [q["sql"] for q in queries.captured_queries if "LIMIT 50) newest)" in q["sql"]]
-    assert len(ranked) == 1
+    # The ranking reads the oldest created_at of the newest 50 matches once: only the matches
+    # that new are scored, in the page's query.
+    ranked = [q["sql"] for q in queries.captured_queries if "LIMIT 50)" in q["sql"]]
+    assert len(ranked) == 1 and "MIN(" in ranked[0]
+    scored = [
+        q["sql"] for q in queries.captured_queries if "ts_rank(" in q["sql"] or "bm25(" in q["sql"]
+    ]
+    assert scored and all('"created_at" >=' in sql for sql in scored), scored
     newest = set(matches.order_by("-created_at").values_list("pk", flat=True)[:50])
     ids = [row.get("object_id", row["id"]) for row in body["data"]]
     assert len(ids) == 10 and set(ids) <= newest
@@ -278,6 +285,45 @@ def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
         if "highlight(" in q["sql"] or "ts_headline(" in q["sql"]
     ]
     assert len(marking) == 1 and "OFFSET" not in marking[0]
+
+
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
+def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad, path):
+    """The ranked candidates and the older matches are read as two bands
+    (collab.api.pagination._BandedWalk): every page size, page number and cursor gives the
+    rows of the one ordering, across the band's end, as the ordering read in one query does."""
+    from django.db.models.expressions import OrderBy
+
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    url = path.format(project=broad.project.pk)
+    params = {"q": "e*"} if path == "/v1/search" else {"q": "e*", "sort": "relevance"}
+
+    def ids(**more):
+        body = assert_ok(api.owner.get(url, {**params, **more}))
+        return [row.get("object_id", row["id"]) for row in body["data"]], body["meta"]
+
+    whole, meta = ids(per_page=100)
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches("e*"))
+    best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
+    in_one_query = matches.order_by(OrderBy(best, descending=True), "-id")
+    assert whole == list(in_one_query.values_list("pk", flat=True)[:100])
+    newest = set(matches.order_by("-created_at").values_list("pk", flat=True)[:50])
+    assert set(whole[:50]) == newest and whole[50:] == sorted(whole[50:], reverse=True)
+    # Page numbers: pages that end in the ranked band, straddle its end, or start past it
+    # (the older band then starts as far past its top as the ranked band falls short).
+    for per_page in (7, 30, 45):
+        for page in range(1, 100 // per_page + 1):
+            start = (page - 1) * per_page
+            assert ids(per_page=per_page, page=page)[0] == whole[start : start + per_page]
+    # Cursors: across the band's end, and on from a cursor in the older band.
+    walked, cursor = [], None
+    while len(walked) < 100:
+        page, meta = ids(per_page=9, **({"cursor": cursor} if cursor else {}))
+        walked += page
+        cursor = meta["next_cursor"]
+    assert walked[:100] == whole and len(set(walked)) == len(walked)
 
 
 def fulltext_matches(text):
