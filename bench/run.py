@@ -31,8 +31,9 @@ per endpoint in this process, through Django's test client):
   writes against bare views doing their essential writes (bench/views.py); creates from 8
   clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
 - every documented filter of the issue list (``FILTERS``), alone and with ``status=open``,
-  on both sizes, and ``GET /v1/search`` by query shape (SEARCH_SHAPES) on both sizes and over
-  comments;
+  on both sizes, and ``GET /v1/search`` by query shape (SEARCH_SHAPES) on both sizes, over
+  comments, and across a workspace of SEARCH_WORKSPACE_PROJECTS projects (``workspace_id``:
+  the large project's, and one whose largest project is of the small size);
 - ``GET /v1/projects/:id/metrics?period=30d`` and ``.../dashboard?period=30d`` on both sizes;
 - webhook delivery to ten receivers on 127.0.0.1 and a dead one (it takes connections and
   never answers): an issue created over HTTP to its signed deliveries (p50, p99), a burst for
@@ -133,6 +134,13 @@ SEARCH_SHAPES = {
     "prefix": "bill*",  # billing: about 17%
     "phrase": '"dark mode"',  # about 5%
 }
+# /v1/search across a workspace (``workspace_id``, no project): the bench's workspace, whose
+# projects include the large one, and "Bench small", whose largest is of the small size, each
+# topped up to this many projects.
+SEARCH_WORKSPACE_PROJECTS = 20
+SMALL_WORKSPACE = "Bench small"
+# Every search measured on both sizes: the shapes, and across a workspace.
+SEARCH_CASES = [*SEARCH_SHAPES, "workspace"]
 HEALTHY_RECEIVERS = 10
 WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
@@ -159,6 +167,7 @@ def main() -> int:
     for project in projects.values():
         project["rollup_seconds"] = rollups_bring_up(project["id"])
     writes = writes_project()
+    search_workspaces = search_workspaces_ensure(args.small)
     # Before the servers start: the machine is the export's and the import's alone.
     transfer = measure_transfer(workspace_id=bench_workspace_id())
     rank_index = measure_rank_index(project_id=writes["id"], creates=20 if args.smoke else 1000)
@@ -167,7 +176,7 @@ def main() -> int:
     load = load_generator(
         connections=args.connections, requests=args.requests, python=args.python_load
     )
-    cases = cases_build(projects, writes)
+    cases = cases_build(projects, writes, search_workspaces)
     processes: list = []
     results: dict = {"transfer": transfer, "rank_index": rank_index}
     try:
@@ -385,7 +394,42 @@ def case(
     }
 
 
-def cases_build(projects: dict, writes: dict) -> list[dict]:
+def search_workspaces_ensure(small: int) -> dict[str, int]:
+    """The workspaces /v1/search is measured across, by size: the bench's (the large project
+    in it) and SMALL_WORKSPACE (a project of ``small`` issues, seeded unless there), each
+    with SEARCH_WORKSPACE_PROJECTS projects (the others made empty)."""
+    from django.core.management import call_command
+
+    from accounts.models import User, Workspace
+    from projects.models import Project
+    from projects.services import project_create
+
+    name = f"{SMALL_WORKSPACE} {small}"
+    if not Project.objects.filter(workspace__name=SMALL_WORKSPACE, name=name).exists():
+        call_command(
+            "seed_demo",
+            "--workspace",
+            SMALL_WORKSPACE,
+            "--project-name",
+            name,
+            "--issues",
+            str(small),
+            verbosity=0,
+        )
+    owner = User.objects.get(email=OWNER)
+    found = {}
+    for size, workspace_name in (("small", SMALL_WORKSPACE), ("large", WORKSPACE)):
+        workspace = Workspace.objects.filter(name=workspace_name).order_by("pk").first()
+        held = Project.objects.filter(workspace=workspace).count()
+        for n in range(held, SEARCH_WORKSPACE_PROJECTS):
+            project_create(
+                workspace=workspace, actor=owner, name=f"Bench search {n}", visibility="private"
+            )
+        found[size] = workspace.pk
+    return found
+
+
+def cases_build(projects: dict, writes: dict, search_workspaces: dict[str, int]) -> list[dict]:
     cases = []
     for size, project in projects.items():
         query = "status=open&per_page=50"
@@ -405,6 +449,9 @@ def cases_build(projects: dict, writes: dict) -> list[dict]:
         for shape, words in SEARCH_SHAPES.items():
             query = urlencode({"q": words, "project_id": project["id"], "per_page": 20})
             cases.append(case(f"search {shape} {size}", [f"/v1/search?{query}"]))
+    for size, workspace_id in search_workspaces.items():
+        query = urlencode({"q": SEARCH_QUERY, "workspace_id": workspace_id, "per_page": 20})
+        cases.append(case(f"search workspace {size}", [f"/v1/search?{query}"]))
     # Comments: the writes project's threads (10,010 comments; the sized projects have none).
     query = urlencode({"q": "markdown", "type": "comment", "project_id": writes["id"]})
     cases.append(case("search comments", [f"/v1/search?{query}&per_page=20"]))
@@ -1016,13 +1063,13 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
         "stream_p99_ms": round(stream["p99_ms"]),
         "search1M": round(by_name["search common large"]["load"]["requests_per_second"], 1),
         "search1M_p99_ms": max(
-            by_name[f"search {shape} large"]["load"]["p99_ms"] for shape in SEARCH_SHAPES
+            by_name[f"search {shape} large"]["load"]["p99_ms"] for shape in SEARCH_CASES
         ),
         "export_issues/s": results["transfer"]["export_issues/s"],
         "import_issues/s": results["transfer"]["import_issues/s"],
     }
     search_costs = {
-        shape: cost(f"search {shape} large", f"search {shape} small") for shape in SEARCH_SHAPES
+        shape: cost(f"search {shape} large", f"search {shape} small") for shape in SEARCH_CASES
     }
     worst_search = max(search_costs, key=search_costs.__getitem__)
     ratios.update({f"search {shape}": value for shape, value in search_costs.items()})

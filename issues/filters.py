@@ -24,7 +24,6 @@ from collab.api.filters import (
 from collab.api.pagination import PAGING_PARAMS
 from collab.db import fulltext
 
-from . import facets
 from .models import Issue, IssueType, Priority, Status
 from .selectors import KeptFilter
 
@@ -241,8 +240,8 @@ GLOBAL_COUNTER_PARAMS = COUNTER_PARAMS | {"project_id"}
 
 
 # The filters whose totals the per-value counters answer (``selectors.issue_kept_total``):
-# one of these alone (with the counter parameters), the time filters of one field, or ``q``
-# of one plain word on PostgreSQL.
+# one of these alone (with the counter parameters), or the time filters of one field. ``q``
+# alone has its own (``selectors.issue_search_total``).
 VALUE_FILTERS = {"type": "type", "priority": "priority", "assignee": "assignee"}
 TIME_FILTERS = {
     "created_after": ("created", "start"),
@@ -254,9 +253,6 @@ TIME_FILTERS = {
 def kept_filter(params, names: set[str], *, user) -> KeptFilter | None:
     """The counters' view of the filters ``names`` of (already validated) ``params``; None
     when the counters cannot answer them (the rows are counted then)."""
-    if names == {"q"}:
-        word = facets.word_lexeme(params["q"])
-        return KeptFilter("word", values=(word,)) if word else None
     if len(names) == 1 and (name := next(iter(names))) in (*VALUE_FILTERS, "labels"):
         value = params[name]
         if name == "labels":

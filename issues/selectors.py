@@ -14,6 +14,7 @@ from django.db.models.functions import Cast
 
 from accounts.models import User
 from collab.api.routers import id_or_none
+from collab.db import fulltext
 from collab.db.prepared import PreparedQuery
 from projects.models import Project
 from projects.selectors import (
@@ -24,6 +25,7 @@ from projects.selectors import (
     reader_annotations,
 )
 
+from . import facets
 from .models import Issue, IssueFacetCount, IssueHistory, IssueStatusCount, Label, Status
 
 
@@ -192,6 +194,57 @@ class KeptFilter:
     label_name: str | None = None
     start: datetime | None = None
     end: datetime | None = None
+
+
+def issue_search_total(
+    *, text: str, project_ids: QuerySet[Project, Any] | list[int], statuses: list[str] | None
+) -> int | None:
+    """Exact number of the issues of these projects (and statuses) that the search ``text``
+    matches, from the word counters (``issues.facets``) where its shape lets them answer,
+    with the few rows they leave counted; None for any other shape (count the rows then):
+
+    - one word: its counters;
+    - one word and one exclusion (``emoji -safari``): the word's counters, less the issues
+      holding both, counted (an index scan that reads only the rows it counts);
+    - one prefix of one word (``bill*``): the counters of the most common counted word that
+      begins with it, plus the issues holding another word that begins with it and not that
+      one, counted (none, where one word is all the prefix finds)."""
+    query = fulltext.parse(text)
+    required, excluded = query.required, query.excluded
+    if len(required) != 1 or len(excluded) > 1 or len(required[0].words) != 1:
+        return None
+    [term] = required
+    if term.prefix and excluded:
+        return None
+    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet="word")
+    rows = Issue.objects.filter(project_id__in=project_ids)
+    if statuses:
+        counters, rows = counters.filter(status__in=statuses), rows.filter(status__in=statuses)
+    if term.prefix:
+        stem = facets.word_lexeme(term.words[0])
+        if stem is None:
+            return None
+        word = (
+            counters.filter(value__startswith=stem)
+            .values("value")
+            .annotate(total=Sum("count"))
+            .order_by("-total")
+            .values_list("value", flat=True)
+            .first()
+        )
+        if word is None:
+            return None
+        others = fulltext.Query((term, fulltext.Term(words=(word,), lexeme=True, excluded=True)))
+        held = counters.filter(value=word).aggregate(total=Sum("count"))["total"] or 0
+        return held + fulltext.count_by_index(rows.filter(fulltext.Matches(others)))
+    word = facets.word_lexeme(term.words[0])
+    if word is None:
+        return None
+    held = counters.filter(value=word).aggregate(total=Sum("count"))["total"] or 0
+    if not excluded:
+        return held
+    both = fulltext.Query((term, fulltext.Term(words=excluded[0].words, prefix=excluded[0].prefix)))
+    return held - rows.filter(fulltext.Matches(both)).count()
 
 
 def _midnight(moment: datetime) -> datetime:

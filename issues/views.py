@@ -64,6 +64,11 @@ class IssueListMixin(ApiViewSet):
         others = set(params) - self.counter_params
         if not others:
             return kept_count(statuses)
+        if others == {"q"}:
+            total = selectors.issue_search_total(
+                text=params["q"], project_ids=project_ids(), statuses=statuses
+            )
+            return queryset.count() if total is None else total
         kept = kept_filter(params, others, user=self.request.user)
         if kept is None:
             return queryset.count()

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from collab.api.filters import CachedFormFilterSet, IdFilter
 from collab.db import fulltext
 from issues.filters import SortFilter
+from projects.models import Project
 
 from .models import HitType, SearchHit
 
@@ -32,6 +33,9 @@ class SearchFilter(CachedFormFilterSet):
         help_text="Only these kinds, comma-separated: `issue`, `pull_request`, `comment`.",
     )
     project_id = IdFilter(field_name="project_id", help_text="Only this project's.")
+    workspace_id = IdFilter(
+        method="filter_workspace", help_text="Only the projects of this workspace."
+    )
     sort = SortFilter(
         fields=(("created_at", "created_at"),),
         help_text="`relevance` (default: best match first), `created_at`, `-created_at`.",
@@ -43,6 +47,12 @@ class SearchFilter(CachedFormFilterSet):
 
     def filter_text(self, queryset, name, value):
         return fulltext.search(queryset, value)
+
+    def filter_workspace(self, queryset, name, value):
+        # As the visible projects are (search.selectors.search_hits): an array of ids, which
+        # PostgreSQL hands to each table of the view, not a join.
+        projects = Project.objects.filter(workspace_id=value).values("pk")
+        return queryset.filter(fulltext.AmongIds("project_id", projects))
 
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)

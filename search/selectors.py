@@ -19,7 +19,7 @@ from accounts.models import User
 from collab.db import fulltext
 from issues import facets
 from issues.models import IssueFacetCount
-from issues.selectors import visible_projects
+from issues.selectors import issue_search_total, visible_projects
 
 from .models import HitType, SearchHit
 
@@ -95,20 +95,27 @@ def hit_total(
     scopes: Sequence[str],
     project_id: int | None,
     types: list[str] | None,
+    workspace_id: int | None = None,
 ) -> int:
     """Exact number of ``hits`` (the hits of ``text`` that ``user`` may find with ``scopes``,
-    narrowed to ``project_id`` and ``types``). When ``text`` is one plain word the issues'
-    word counters total the issues among them (``issues.facets``), and only the other kinds
-    are counted; otherwise every hit is."""
-    word = facets.word_lexeme(text)
+    narrowed to ``project_id``, ``workspace_id`` and ``types``). Where the issues' word
+    counters answer the issues among them (``issues.selectors.issue_search_total``: one word,
+    a word and an exclusion, a prefix), only the other kinds are counted; otherwise every hit
+    is."""
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
-    if word is None or not issues_wanted:
+    if not issues_wanted or fulltext.parse(text).required == ():
         return hits.count()
     projects = visible_projects(user=user)
     if project_id is not None:
         projects = projects.filter(pk=project_id)
-    # One statement: the word's counters summed, plus the other kinds' hits counted.
+    if workspace_id is not None:
+        projects = projects.filter(workspace_id=workspace_id)
     others = hits.exclude(type=HitType.ISSUE).order_by()
+    word = facets.word_lexeme(text)
+    if word is None:
+        issues = issue_search_total(text=text, project_ids=projects, statuses=None)
+        return hits.count() if issues is None else issues + others.count()
+    # One word: one statement, the word's counters summed plus the other kinds' hits counted.
     others_count = Subquery(others.annotate(n=Func(Value(1), function="COUNT")).values("n"))
     counters = IssueFacetCount.objects.filter(project_id__in=projects, facet="word", value=word)
     total = counters.aggregate(

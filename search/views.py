@@ -46,7 +46,7 @@ class SearchViewSet(ApiViewSet):
     def _count(self, rows, *, user: User, text: str, scopes: Sequence[str]) -> int:
         """The exact total (the filters are valid by now: the filter set checked them)."""
         params = self.request.query_params
-        project_id = params.get("project_id")
+        project_id, workspace_id = params.get("project_id"), params.get("workspace_id")
         types = [kind for kind in params.get("type", "").split(",") if kind]
         return selectors.hit_total(
             rows,
@@ -54,5 +54,6 @@ class SearchViewSet(ApiViewSet):
             text=text,
             scopes=scopes,
             project_id=int(project_id) if project_id else None,
+            workspace_id=int(workspace_id) if workspace_id else None,
             types=types or None,
         )

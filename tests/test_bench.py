@@ -29,7 +29,7 @@ LAST_LINE = re.compile(
     r"wal_with/without_rank_index=(\d+\.\d\d|n/a) "
     r"metrics_on/off=(\d+\.\d\d) export_issues/s=(\d+) import_issues/s=(\d+)$"
 )
-SEARCH_SHAPES = ("rare", "common", "very common", "two words", "prefix", "phrase")
+SEARCH_SHAPES = ("rare", "common", "very common", "two words", "prefix", "phrase", "workspace")
 FILTERS = ("type", "priority", "assignee", "labels", "q", "created_after", "updated_after")
 MEASUREMENTS = {
     "bare 200 p1",

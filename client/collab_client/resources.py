@@ -1798,6 +1798,7 @@ class Search(Resource):
         project_id: int | None = None,
         sort: str | Sequence[str] | None = None,
         type: str | Sequence[str] | None = None,
+        workspace_id: int | None = None,
     ) -> Pager[SearchHit]:
         """Ranked, best match first: every term must match the title or the text. A key sees the
         kinds its scopes read (`issues:read`: issues and their comments; `projects:read`: pull
@@ -1810,6 +1811,7 @@ class Search(Resource):
             project_id=project_id,
             sort=sort,
             type=type,
+            workspace_id=workspace_id,
         )
 
 
@@ -1822,6 +1824,7 @@ class AsyncSearch(AsyncResource):
         project_id: int | None = None,
         sort: str | Sequence[str] | None = None,
         type: str | Sequence[str] | None = None,
+        workspace_id: int | None = None,
     ) -> AsyncPager[SearchHit]:
         """Ranked, best match first: every term must match the title or the text. A key sees the
         kinds its scopes read (`issues:read`: issues and their comments; `projects:read`: pull
@@ -1834,6 +1837,7 @@ class AsyncSearch(AsyncResource):
             project_id=project_id,
             sort=sort,
             type=type,
+            workspace_id=workspace_id,
         )
 
 

@@ -136,3 +136,21 @@ def test_the_embedded_default_finds_the_same(tmp_path, embedded_database):
     done.check_returncode()
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     assert {query: set(keys) for query, keys in answers.items()} == QUERIES
+
+
+def test_a_count_by_index_finds_what_a_count_finds_and_leaves_the_planner_as_it_was(world):
+    from django.db import connection
+
+    from issues.models import Issue
+
+    make_issue(world.project, world.owner, title="Billing fails, bills pile up")
+    make_issue(world.project, world.owner, title="The bill is wrong")
+    make_issue(world.project, world.owner, title="Nothing")
+    rows = Issue.objects.filter(project=world.project)
+    for text in ("bill*", "bill* -wrong", "nothing", "zzz"):
+        matching = rows.filter(fulltext.Matches(fulltext.parse(text)))
+        assert fulltext.count_by_index(matching) == matching.count() == len(list(matching))
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW enable_seqscan")
+            assert cursor.fetchone()[0] == "on"
