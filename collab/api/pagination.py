@@ -12,8 +12,9 @@ the view built for the caller, so a cursor cannot reach a row its holder could n
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
@@ -99,6 +100,7 @@ class PagePagination(BasePagination):
             walk = walk.resume(position)
         counter = getattr(view, "page_counter", None)
         self.total = counter(walk.source) if counter else _count(walk.source)
+        walk.counted(self.total)
 
         if position is None:
             offset = (self.page - 1) * self.per_page
@@ -255,6 +257,8 @@ class _Walk(Protocol):
 
     def resume(self, position: dict[str, Any]) -> "_Walk": ...
 
+    def counted(self, total: int) -> None: ...
+
     def slice(self, offset: int, limit: int) -> list: ...
 
     def after(self, position: dict[str, Any], limit: int) -> list: ...
@@ -273,18 +277,26 @@ def _walk(rows: QuerySet | Sequence) -> _Walk:
     return _KeysetWalk(rows)
 
 
-def _banded(queryset: QuerySet) -> list[QuerySet] | None:
-    """The bands of a queryset ordered first by an expression that splits it into bands
-    (``bands(queryset, rest)``: each band's rows and their ordering, every row of a band
-    before every row of the next; search's "best first", collab.db.fulltext.CandidateScore),
-    each ordered as it says; None for any other ordering."""
+def _banded(queryset: QuerySet) -> Callable[[int | None], list[QuerySet]] | None:
+    """For a queryset ordered first by an expression that splits it into bands
+    (``bands(queryset, rest, total=)``: each band's rows and their ordering, every row of a
+    band before every row of the next; search's "best first",
+    collab.db.fulltext.CandidateScore): what gives its bands, each ordered as it says, from
+    the number of rows when known. None for any other ordering."""
     terms = queryset.query.order_by
     if not terms or not isinstance(terms[0], OrderBy) or not terms[0].descending:
         return None
     split = getattr(terms[0].expression, "bands", None)
     if split is None:
         return None
-    return [rows.order_by(*ordering) for rows, ordering in split(queryset, list(terms[1:]))]
+
+    def bands(total: int | None) -> list[QuerySet]:
+        return [
+            rows.order_by(*ordering)
+            for rows, ordering in split(queryset, list(terms[1:]), total=total)
+        ]
+
+    return bands
 
 
 def _walked_by_offset(queryset: QuerySet) -> bool:
@@ -350,6 +362,9 @@ class _KeysetWalk:
     def signature(self) -> list[str]:
         return [repr(key.order_by()) for key in self.keys]
 
+    def counted(self, total: int) -> None:
+        pass  # read the same way whatever it holds
+
     def resume(self, position: dict[str, Any]) -> "_KeysetWalk":
         values = position.get("k")
         if not isinstance(values, list) or len(values) != len(self.keys):
@@ -396,20 +411,29 @@ class _BandedWalk:
     page is read from the band its position is in, and from the next ones when that band
     ends before the page does. A cursor holds its band and the keys of its rows' ordering."""
 
-    def __init__(self, queryset: QuerySet, bands: list[QuerySet]) -> None:
+    def __init__(self, queryset: QuerySet, bands: Callable[[int | None], list[QuerySet]]) -> None:
         self.source = queryset
         self.whole = _KeysetWalk(queryset)
-        self.bands = [_KeysetWalk(band) for band in bands]
+        self.split = bands
+        self.total: int | None = None
         self.band_of: dict[int, int] = {}  # id() of a row given: its band
+
+    def counted(self, total: int) -> None:
+        self.total = total
+
+    @cached_property
+    def bands(self) -> list["_KeysetWalk"]:
+        # Made when first read, after the count: the bands may be found by the total.
+        return [_KeysetWalk(band) for band in self.split(self.total)]
 
     def signature(self) -> list[str]:
         return self.whole.signature()
 
     def resume(self, position: dict[str, Any]) -> "_BandedWalk":
+        # Which bands there are is known after the count: the band is checked when read.
         band = position.get("b")
-        if not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < len(self.bands):
+        if not isinstance(band, int) or isinstance(band, bool) or band < 0:
             raise bad_cursor()
-        self.bands[band].resume(position)
         return self
 
     def _read(self, band: int, rows: list, limit: int, read) -> list:
@@ -432,6 +456,9 @@ class _BandedWalk:
 
     def after(self, position: dict[str, Any], limit: int) -> list:
         start = position["b"]
+        if start >= len(self.bands):
+            raise bad_cursor()
+        self.bands[start].resume(position)
         rows = self._read(start, [], limit, self.bands[start].after(position, limit))
         for index in range(start + 1, len(self.bands)):
             if len(rows) >= limit:
@@ -459,6 +486,9 @@ class _SequenceWalk:
 
     def signature(self) -> list[str]:
         return ["offset"]
+
+    def counted(self, total: int) -> None:
+        pass  # read the same way whatever it holds
 
     def resume(self, position: dict[str, Any]) -> "_SequenceWalk":
         offset, snapshot = position.get("o"), position.get("s")

@@ -25,6 +25,7 @@ A model over several searchable tables (a union view) names them in ``search_sou
 import html
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,10 @@ RANK_EXTENSION = "rum"
 # ``manage.py search_index`` while it runs).
 RANK_INDEX_RECHECK_SECONDS = 60.0
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+# "Best first" without the rank indexes (``CandidateScore.bands``): up to this many times the
+# candidates, the newest matches are found among the matches read through the full-text
+# index; past it, by walking the newest rows until enough match.
+DENSE_MATCHES = 25
 # Where a highlight starts and ends: control characters no text is shown with, turned into
 # ``<mark>`` tags after the text around them is escaped.
 MARK_START, MARK_END = "\x02", "\x03"
@@ -393,28 +398,45 @@ class AmongIds(Expression):
         return f"{field_sql} = ANY(ARRAY{sub_sql})", [*field_params, *sub_params]
 
 
+@contextmanager
+def planned(using: str, **methods: bool):
+    """On PostgreSQL, the planner's methods named in ``methods`` (``seqscan=False``: no
+    sequential scan) set for each statement run inside, where the query is known better than
+    its statistics tell. Each statement carries them in its own query string (``SET LOCAL``
+    before it, back to the default after it: one round trip, and nothing left to the
+    transaction or to the pooled connection). Elsewhere, nothing."""
+    connection = connections[using]
+    if connection.vendor != "postgresql" or not methods:
+        yield
+        return
+    names = [f"enable_{name}" for name in methods]
+    before = "; ".join(
+        f"SET LOCAL {name} = {'on' if on else 'off'}"
+        for name, on in zip(names, methods.values(), strict=True)
+    )
+    after = "; ".join(f"SET LOCAL {name} TO DEFAULT" for name in names)
+
+    def wrapped(execute, sql, params, many, context):
+        if many:
+            return execute(sql, params, many, context)
+        result = execute(f"{before}; {sql}; {after}", params, many, context)
+        cursor = context["cursor"].cursor
+        for _name in names:
+            cursor.nextset()  # past each SET's result, to the statement's
+        return result
+
+    with connection.execute_wrapper(wrapped):
+        yield
+
+
 def count_by_index(queryset) -> int:
     """``queryset.count()``, on PostgreSQL read through the full-text index whatever the
     planner estimates: for the counts whose query is known to match few rows although its
     terms are common (``bill:* & !bill``: the issues holding another word that begins with
     "bill"), which it estimates term by term and would answer by reading every row (a
     sequential scan of a million issues, 170 ms, for none)."""
-    from django.db import transaction
-
-    connection = connections[queryset.db]
-    if connection.vendor != "postgresql":
+    with planned(queryset.db, seqscan=False):
         return queryset.count()
-    with transaction.atomic(using=queryset.db), connection.cursor() as cursor:
-        # Local to the transaction, and put back after the count: the caller's transaction
-        # goes on with the planner as it was.
-        cursor.execute(
-            "SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)"
-        )
-        before = cursor.fetchone()[0]
-        try:
-            return queryset.count()
-        finally:
-            cursor.execute("SELECT set_config('enable_seqscan', %s, true)", [before])
 
 
 def search(queryset, text: str):
@@ -457,19 +479,33 @@ class CandidateScore(Expression):
             output_field=FloatField(),
         )
 
-    def bands(self, queryset, rest: list) -> list[tuple[Any, list]]:
+    def bands(self, queryset, rest: list, *, total: int | None = None) -> list[tuple[Any, list]]:
         """``queryset`` ordered by this expression, then by ``rest``, as its bands in order,
         each with its own ordering: the candidates best first (their score is at least 0),
         then the older rows (-1 each) by ``rest`` alone (none with fewer rows than
-        ``candidates``).
+        ``candidates``). ``total``: how many rows ``queryset`` holds, when known.
 
-        The oldest created_at of the newest N rows is read first,
-        in a query of its own: given as a value, the planner reads the candidates through the
-        index on created_at. Given as a
-        subquery, it cannot know how few rows are that new, and for a word in a third of a
-        million issues it read every match (245 ms, against a few for the candidates)."""
-        oldest = self.newest[: self.candidates].aggregate(oldest=Min("created_at"))["oldest"]
+        With at most ``candidates`` rows, every one is a candidate: nothing more is read.
+        Otherwise the oldest created_at of the newest N rows is read first, in a query of its
+        own, so that the planner, given it as a value, reads the candidates through the index
+        on created_at (as a subquery, it read every match of a word in a third of a million
+        issues: 245 ms, against a few). How to find the newest N is chosen by the total, not
+        the statistics (which misjudge a phrase, a rare word, a word beside a filter): up to
+        ``DENSE_MATCHES`` times N matches, the matches themselves are read and the newest kept
+        (the full-text index); past that, the newest rows are walked until N match (the index
+        on created_at: it reads N / share of the rows, at most a 25th of them)."""
         score = OrderBy(Score(self.query), descending=True)
+        if total is not None and total <= self.candidates:
+            return [(queryset, [score, *rest]), (queryset.none(), rest)]
+        newest = self.newest[: self.candidates]
+        if total is None:
+            how: dict[str, bool] = {}
+        elif total <= DENSE_MATCHES * self.candidates:
+            how = {"indexscan": False, "seqscan": False}
+        else:
+            how = {"bitmapscan": False, "seqscan": False}
+        with planned(newest.db, **how):
+            oldest = newest.aggregate(oldest=Min("created_at"))["oldest"]
         if oldest is None:  # no row at all
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
         return [

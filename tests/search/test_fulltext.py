@@ -154,3 +154,24 @@ def test_a_count_by_index_finds_what_a_count_finds_and_leaves_the_planner_as_it_
         with connection.cursor() as cursor:
             cursor.execute("SHOW enable_seqscan")
             assert cursor.fetchone()[0] == "on"
+
+
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_the_planner_is_set_for_each_statement_inside_alone(db, in_transaction):
+    from contextlib import nullcontext
+
+    from django.db import connection, transaction
+
+    def shown() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW enable_indexscan")
+            return cursor.fetchone()[0]
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the planner's settings are PostgreSQL's")
+    with transaction.atomic() if in_transaction else nullcontext():
+        with fulltext.planned("default", indexscan=False):
+            assert shown() == "off"
+            assert shown() == "off"
+        assert shown() == "on"
+    assert shown() == "on"
