@@ -1075,6 +1075,8 @@ def report(args, projects, cases, results, load_name, load_before) -> None:
     ratios.update({f"search {shape}": value for shape, value in search_costs.items()})
     ratios["search/bare"] = ratio("search common large", BASELINE)
     ratios["search1M/search10k"] = search_costs[worst_search]
+    if "wal_with/without" in results["rank_index"]:  # measured where RUM is
+        ratios["wal_with/without_rank_index"] = results["rank_index"]["wal_with/without"]
     filter_costs = {name: value for name, value in ratios.items() if name.startswith("filter ")}
     worst_filter = max(filter_costs, key=filter_costs.__getitem__)
     ratios["filters1M/filters10k"] = filter_costs[worst_filter]

@@ -59,10 +59,6 @@ RANK_EXTENSION = "rum"
 # ``manage.py search_index`` while it runs).
 RANK_INDEX_RECHECK_SECONDS = 60.0
 TOKENIZER = "porter unicode61 remove_diacritics 2"
-# "Best first" without the rank indexes (``CandidateScore.bands``): up to this many times the
-# candidates, the newest matches are found among the matches read through the full-text
-# index; past it, by walking the newest rows until enough match.
-DENSE_MATCHES = 25
 # Where a highlight starts and ends: control characters no text is shown with, turned into
 # ``<mark>`` tags after the text around them is escaped.
 MARK_START, MARK_END = "\x02", "\x03"
@@ -489,23 +485,14 @@ class CandidateScore(Expression):
         Otherwise the oldest created_at of the newest N rows is read first, in a query of its
         own, so that the planner, given it as a value, reads the candidates through the index
         on created_at (as a subquery, it read every match of a word in a third of a million
-        issues: 245 ms, against a few). How to find the newest N is chosen by the total, not
-        the statistics (which misjudge a phrase, a rare word, a word beside a filter): up to
-        ``DENSE_MATCHES`` times N matches, the matches themselves are read and the newest kept
-        (the full-text index); past that, the newest rows are walked until N match (the index
-        on created_at: it reads N / share of the rows, at most a 25th of them)."""
+        issues: 245 ms, against a few). How the newest N are found is the planner's choice:
+        forcing it by the total (the full-text index up to 25 times N matches, the created_at
+        index past that) made things worse where a word common in the database is rare in a
+        small project, and in the union of /v1/search."""
         score = OrderBy(Score(self.query), descending=True)
         if total is not None and total <= self.candidates:
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
-        newest = self.newest[: self.candidates]
-        if total is None:
-            how: dict[str, bool] = {}
-        elif total <= DENSE_MATCHES * self.candidates:
-            how = {"indexscan": False, "seqscan": False}
-        else:
-            how = {"bitmapscan": False, "seqscan": False}
-        with planned(newest.db, **how):
-            oldest = newest.aggregate(oldest=Min("created_at"))["oldest"]
+        oldest = self.newest[: self.candidates].aggregate(oldest=Min("created_at"))["oldest"]
         if oldest is None:  # no row at all
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
         return [
