@@ -20,7 +20,10 @@ ROW = re.compile(r"^\| [^|]+ \| `(?P<key>[^`]+)` \| [^|]* \| (?P<latest>[^|]+) \
 
 
 def kept() -> dict[Path, dict]:
-    return {path: json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))}
+    # The files kept, as .gitignore keeps them: a run's own output (run.json) stays beside them
+    # uncommitted until it is copied under a dated name.
+    kept_files = sorted(RESULTS.glob("20??-??-??-*.json"))
+    return {path: json.loads(path.read_text()) for path in kept_files}
 
 
 def latest_run() -> tuple[Path, dict]:
