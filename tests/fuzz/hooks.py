@@ -14,10 +14,16 @@ drawn, and must be refused.
 Some creates take a value that names something outside the request, which no generator can
 draw (tests/fuzz/steering.py): the stateful phase's positive cases take them, so that its
 scenarios go on to what those creates link to (a repository's pull requests, a webhook's
-deliveries, a project member). A repository's first sync is waited for, as a client does, and a
-push notification is signed with the repository's secret, which only the create's answer holds,
-as the git server that sends it would. The other phases go as drawn, and so does a run whose
-environment names none of them (one by hand).
+deliveries, a project member). A repository's first sync is waited for, as a client does, and so
+is a workspace export's build: whether the worker had finished it decided whether the next
+export's create answered 202 or 409, and the steps drawn after it (the run followed 52 links or
+37 with the same seed). Which deliveries a webhook lists hangs on the worker's fan-out too (it
+makes them for the webhooks active when it runs): before a webhook is made, and before its
+deliveries are listed, every event committed so far is waited for until it is fanned out, read
+from the embedded default's database (the run's server; read only). A push notification is
+signed with the repository's secret, which only the create's answer holds, as the git server
+that sends it would. The other phases go as drawn, and so does a run whose environment names
+none of them (one by hand).
 
 ``DELETE /v1/api-keys/{id}`` revokes the key, which stays readable, shown revoked (``revoked``,
 ``revoked_at``: docs/guide/authentication.md). A read after the delete that shows the key
@@ -26,21 +32,28 @@ revoked is no use after free; one that shows it still valid is.
 
 import os
 import re
+import sqlite3
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urljoin
 
 import requests
 import schemathesis
 
-from tests.fuzz.steering import PUSH, REPOSITORIES, Steering, push_signature
+from tests.fuzz.steering import PUSH, REPOSITORIES, WEBHOOKS, Steering, push_signature
 
 HEADER = "Idempotency-Key"
 VALID = re.compile(r"[!-~]{1,255}")
 STEERING = Steering.from_environ(os.environ)
 PUSH_SECRETS: dict[str, str] = {}  # a repository's id -> its push secret, from its create
+EXPORTS = "POST /v1/workspaces/{workspace_id}/exports"
 SYNC_ENDED = {"synced", "failed"}
-SYNC_SECONDS = 30
+EXPORT_ENDED = {"completed", "failed"}
+DELIVERIES = "GET /v1/webhooks/{id}/deliveries"
+WAIT_SECONDS = 30
+# The embedded default's database, where the server's worker marks the events it fanned out.
+DATA_DIR = os.environ.get("COLLAB_DATA_DIR")
 
 
 def _steer(case, label: str, body: dict) -> None:
@@ -66,31 +79,57 @@ def before_call(context, case, kwargs):
     key = (case.headers or {}).get(HEADER)
     if isinstance(key, str) and VALID.fullmatch(key):
         case.headers[HEADER] = str(uuid.uuid4())
-    if case.meta is not None and case.meta.phase.name == "stateful" and isinstance(case.body, dict):
-        _steer(case, f"{case.method.upper()} {case.path}", case.body)
+    if case.meta is None or case.meta.phase.name != "stateful":
+        return
+    label = f"{case.method.upper()} {case.path}"
+    if label in (WEBHOOKS, DELIVERIES):
+        _fanned_out()
+    if isinstance(case.body, dict):
+        _steer(case, label, case.body)
 
 
 @schemathesis.hook
 def after_call(context, case, response):
-    if response.status_code == 201 and f"{case.method.upper()} {case.path}" == REPOSITORIES:
+    label = f"{case.method.upper()} {case.path}"
+    if response.status_code == 201 and label == REPOSITORIES:
         created = response.json()["data"]
         PUSH_SECRETS[str(created["id"])] = created["webhook_secret"]
         if created["clone_url"] == STEERING.origin:
-            _synced(response.request, created["id"])
+            url = urljoin(response.request.url, f"/v1/repositories/{created['id']}")
+            _ended(response.request, url, "sync_status", SYNC_ENDED)
+    elif response.status_code == 202 and label == EXPORTS:
+        export = response.json()["data"]
+        url = f"/v1/workspaces/{export['workspace_id']}/exports/{export['id']}"
+        _ended(response.request, url, "status", EXPORT_ENDED)
 
 
-def _synced(create: requests.PreparedRequest, repository_id: int) -> None:
-    """Wait for a repository's first sync (the worker's), as a client does before it opens a
-    pull request (docs/guide/git-integration.md): what the next steps are answered then does
-    not hang on how soon the worker came to it."""
-    url = urljoin(create.url, f"/v1/repositories/{repository_id}")
-    headers = {"Authorization": create.headers["Authorization"]}
-    deadline = time.monotonic() + SYNC_SECONDS
+def _ended(call: requests.PreparedRequest, url: str, field: str, ended: set[str]) -> None:
+    """Wait until the worker's part of what ``call`` asked for has ended (a repository's first
+    sync, an export's build), as a client does before it goes on (docs/guide/git-integration.md,
+    docs/operations/backups-and-moving-data.md): what the next steps are answered then does not
+    hang on how soon the worker came to it."""
+    headers = {"Authorization": call.headers["Authorization"]}
+    deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
-        answer = requests.get(url, headers=headers, timeout=5)
-        if answer.status_code != 200 or answer.json()["data"]["sync_status"] in SYNC_ENDED:
+        answer = requests.get(urljoin(call.url, url), headers=headers, timeout=5)
+        if answer.status_code != 200 or answer.json()["data"][field] in ended:
             return
         time.sleep(0.05)
+
+
+def _fanned_out() -> None:
+    """Wait until the worker has fanned out every event committed so far (``dispatched_at``
+    set), on the embedded default; elsewhere (a run by hand against another server), go on."""
+    if not DATA_DIR or not (Path(DATA_DIR) / "collab.sqlite3").exists():
+        return
+    database = sqlite3.connect(f"file:{Path(DATA_DIR) / 'collab.sqlite3'}?mode=ro", uri=True)
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        query = "SELECT EXISTS (SELECT 1 FROM notifications_event WHERE dispatched_at IS NULL)"
+        while time.monotonic() < deadline and database.execute(query).fetchone()[0]:
+            time.sleep(0.05)
+    finally:
+        database.close()
 
 
 @schemathesis.hook
