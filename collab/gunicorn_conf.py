@@ -11,6 +11,11 @@ without ``--config``). Read by gunicorn's master before any Django setting exist
   totals kept), so files of replaced workers do not pile up and slow every scrape.
 
 No metrics hook does anything with ``METRICS_ENABLED=0``.
+
+gunicorn's control socket (``gunicornc``, since gunicorn 25) is off: nothing here uses it, it
+would let any local process of the same user change the workers, and its default path
+(``$HOME/.gunicorn/gunicorn.ctl``) is one per user, so every server but the first on a machine
+(the benchmark's three, the tests') logged an error at start for it.
 """
 
 import os
@@ -18,6 +23,7 @@ import re
 
 from collab.logs import logging_config
 
+control_socket_disable = True
 logconfig_dict = logging_config(
     log_format=os.environ.get("LOG_FORMAT", "console"),
     level=os.environ.get("LOG_LEVEL", "INFO"),

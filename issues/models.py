@@ -83,6 +83,8 @@ class Issue(models.Model):
 
     # The text ``q`` searches (collab.db.fulltext): the title weighs more than the description.
     search_fields = {"title": "A", "description": "B"}
+    # What "best first" walks one of, newest first (collab.db.fulltext.CandidateScore).
+    search_scope_field = "project_id"
 
     # Set by issue_create on the issue it made: its record as written (an IssueRecord of
     # issues.records, which imports this module), answered as is.

@@ -56,6 +56,7 @@ class SearchHit(models.Model):
 
     search_sources = SearchHitSources()
     search_kind_field = "type"
+    search_scope_field = "project_id"
     search_object_field = "object_id"
 
     class Meta:

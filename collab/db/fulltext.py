@@ -45,8 +45,10 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.expressions import OrderBy
+from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import Coalesce
+from django.db.models.lookups import Exact, Lookup
+from django.db.models.sql.where import AND, WhereNode
 
 CONFIG = "english"
 COLUMN = "search_document"
@@ -443,6 +445,88 @@ def search(queryset, text: str):
     return queryset.filter(Matches(query))
 
 
+# The window "best first" looks for its candidates in first, in rows of the scope per
+# candidate (CandidateScore._oldest_candidate): at 20, a query matching 5% of the rows finds
+# its candidates in it.
+WINDOW_PER_CANDIDATE = 20
+
+
+class _Document(Expression):
+    """The search document of the base table of the query it is compiled in."""
+
+    def __init__(self):
+        super().__init__(output_field=TextField())
+
+    def as_sql(self, compiler, connection):
+        table = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
+        return f"{table}.{connection.ops.quote_name(COLUMN)}", []
+
+
+def _unmatched(queryset):
+    """``queryset`` without the ``Matches`` conditions it was narrowed by (those among its
+    conditions joined by AND), or None when it has none there."""
+    scope = queryset.all()
+
+    def strip(node) -> bool:
+        if node.connector != AND or node.negated:
+            return False
+        kept, found = [], False
+        for child in node.children:
+            if isinstance(child, Lookup) and isinstance(child.lhs, Matches):
+                found = True
+                continue
+            if isinstance(child, WhereNode) and strip(child):
+                found = True
+            kept.append(child)
+        node.children = kept
+        return found
+
+    return scope if strip(scope.query.where) else None
+
+
+def _one_scope(queryset, field: str) -> bool:
+    """Whether ``queryset`` is narrowed to one value of ``field`` (a plain ``field = value``
+    among its conditions joined by AND)."""
+
+    def found(node) -> bool:
+        if node.connector != AND or node.negated:
+            return False
+        for child in node.children:
+            if isinstance(child, WhereNode) and found(child):
+                return True
+            if (
+                isinstance(child, Exact)
+                and isinstance(child.lhs, Col)
+                and child.lhs.target.column == field
+                and not hasattr(child.rhs, "resolve_expression")
+            ):
+                return True
+        return False
+
+    return found(queryset.query.where)
+
+
+def _scope_window(among, query: Query, rows: int) -> tuple[str, list[Any]] | None:
+    """PostgreSQL: the SQL (and its parameters) of the created_at of the matches of ``query``
+    among the newest ``rows`` rows of ``among``'s scope (``among`` without its match, narrowed
+    to one value of its model's ``search_scope_field``), newest first, to be limited; None
+    where that scope cannot be walked so."""
+    field = getattr(among.model, "search_scope_field", None)
+    if connections[among.db].vendor != "postgresql" or field is None:
+        return None
+    scope = _unmatched(among)
+    if scope is None or not _one_scope(scope, field):
+        return None
+    newest = scope.order_by("-created_at").values("created_at", document=_Document())[:rows]
+    inner, params = newest.query.sql_with_params()
+    match, more = _tsquery(query)
+    sql = (
+        f"SELECT w.created_at FROM ({inner}) w WHERE w.document @@ {match} "
+        "ORDER BY w.created_at DESC"
+    )
+    return sql, [*params, *more]
+
+
 class OldestOf(Subquery):
     """The least ``created_at`` of the rows of a sliced ``values("created_at")`` queryset."""
 
@@ -464,7 +548,7 @@ class CandidateScore(Expression):
 
     def __init__(self, query: Query, *, among, candidates: int):
         super().__init__(output_field=FloatField())
-        self.query, self.candidates = query, candidates
+        self.query, self.candidates, self.among = query, candidates, among
         self.newest = among.order_by("-created_at").values_list("created_at", flat=True)
         # The created_at of the N-th newest row: the oldest of the newest N (all of them with
         # fewer rows). Read by a LIMIT, not an OFFSET: the same plan as any first page.
@@ -492,13 +576,41 @@ class CandidateScore(Expression):
         score = OrderBy(Score(self.query), descending=True)
         if total is not None and total <= self.candidates:
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
-        oldest = self.newest[: self.candidates].aggregate(oldest=Min("created_at"))["oldest"]
+        oldest = self._oldest_candidate()
         if oldest is None:  # no row at all
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
         return [
             (queryset.filter(created_at__gte=oldest), [score, *rest]),
             (queryset.filter(created_at__lt=oldest), rest),
         ]
+
+    def _oldest_candidate(self):
+        """The created_at of the N-th newest row of ``among`` (the oldest of all, with fewer),
+        None with none.
+
+        On PostgreSQL, where ``among`` is narrowed to one value of its model's
+        ``search_scope_field`` (one project), the newest WINDOW_PER_CANDIDATE x N rows of that
+        scope are read first, newest first through its (scope, created_at) index, and the
+        matches among them kept: when N match, the N-th is the answer, found in a walk of
+        bounded length (a phrase in 5% of a million issues: 11 ms, where its planner read
+        every match, 280 ms to 350 ms). With fewer, the newest N matches are found as the
+        planner chooses (few matches: through the full-text index). One statement either
+        way: the second query runs only when the first finds too few. Across several
+        projects PostgreSQL 15 cannot walk the index in order (the window would sort every
+        row of them), so the planner chooses alone."""
+        newest = self.newest[: self.candidates]
+        window = _scope_window(self.among, self.query, WINDOW_PER_CANDIDATE * self.candidates)
+        if window is None:
+            return newest.aggregate(oldest=Min("created_at"))["oldest"]
+        inner, params = window
+        fallback, more = newest.query.sql_with_params()
+        sql = (
+            f"SELECT COALESCE((SELECT CASE WHEN COUNT(*) = %s THEN MIN(t.created_at) END "
+            f"FROM ({inner} LIMIT %s) t), (SELECT MIN(f.created_at) FROM ({fallback}) f))"
+        )
+        with connections[self.among.db].cursor() as cursor:
+            cursor.execute(sql, [self.candidates, *params, self.candidates, *more])
+            return cursor.fetchone()[0]
 
     def __repr__(self) -> str:  # a cursor's fingerprint: stable from one request to the next
         return f"{self.__class__.__name__}({self.query!r}, {self.candidates})"

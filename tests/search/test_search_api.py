@@ -346,6 +346,40 @@ def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad
     assert walked[:100] == whole and len(set(walked)) == len(walked)
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
+@pytest.mark.parametrize("window", [20, 1])
+def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_among_all(
+    broad, monkeypatch, window
+):
+    """In one project, the newest N matches are looked for among the newest 20 N rows first:
+    with enough of them there (``e*``, in hundreds of the 2,000), the window answers; with
+    too few (a window of N rows, most of which do not match), every match is searched. The
+    oldest candidate is the same either way, and it is one statement."""
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    monkeypatch.setattr(fulltext, "WINDOW_PER_CANDIDATE", window)
+    rows = Issue.objects.filter(project=broad.project)
+    matches = rows.filter(fulltext_matches("e*"))
+    newest = list(matches.order_by("-created_at").values_list("created_at", flat=True)[:50])
+    window_rows = rows.order_by("-created_at").values_list("pk", flat=True)[: window * 50]
+    in_window = matches.filter(pk__in=list(window_rows)).count()
+    assert (in_window >= 50) == (window == 20)  # each branch is taken
+    best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
+    with CaptureQueriesContext(connection) as queries:
+        oldest = best._oldest_candidate()
+    assert oldest == newest[-1]
+    [statement] = [q["sql"] for q in queries.captured_queries]
+    assert statement.startswith("SELECT COALESCE((SELECT CASE WHEN COUNT(*) = 50")
+
+    # Across several projects (no one scope), the planner alone finds them.
+    across = Issue.objects.filter(fulltext_matches("e*"))
+    best = fulltext.CandidateScore(fulltext.parse("e*"), among=across, candidates=50)
+    with CaptureQueriesContext(connection) as queries:
+        assert best._oldest_candidate() == newest[-1]
+    assert "COALESCE" not in queries.captured_queries[0]["sql"]
+
+
 def fulltext_matches(text):
     from collab.db import fulltext
 
