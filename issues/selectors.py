@@ -4,6 +4,7 @@ Lists go through ``.values()`` and one batched label query per page: a page of 5
 costs the same three queries as a page of 5, and no model instances are built for output.
 """
 
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from functools import cache
@@ -224,8 +225,12 @@ def issue_search_total(
         stem = facets.word_lexeme(term.words[0])
         if stem is None:
             return None
+        # The range as well as the prefix: the counters' index (project, facet, value) reads
+        # the range, where LIKE reads every word of the project unless the collation is "C"
+        # (20 ms to 50 ms for a million issues' words). The prefix keeps it exact whatever
+        # the collation orders; which word is picked does not change the total.
         word = (
-            counters.filter(value__startswith=stem)
+            counters.filter(value__startswith=stem, **_prefix_range("value", stem))
             .values("value")
             .annotate(total=Sum("count"))
             .order_by("-total")
@@ -245,6 +250,15 @@ def issue_search_total(
         return held
     both = fulltext.Query((term, fulltext.Term(words=excluded[0].words, prefix=excluded[0].prefix)))
     return held - rows.filter(fulltext.Matches(both)).count()
+
+
+def _prefix_range(field: str, prefix: str) -> dict[str, str]:
+    """Conditions on ``field`` for the strings from ``prefix`` up to the next prefix of its
+    length (its last character's successor): those that begin with it, in code point order."""
+    last = ord(prefix[-1])
+    if last >= sys.maxunicode:
+        return {f"{field}__gte": prefix}
+    return {f"{field}__gte": prefix, f"{field}__lt": prefix[:-1] + chr(last + 1)}
 
 
 def _midnight(moment: datetime) -> datetime:

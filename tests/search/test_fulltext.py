@@ -162,16 +162,20 @@ def test_the_planner_is_set_for_each_statement_inside_alone(db, in_transaction):
 
     from django.db import connection, transaction
 
-    def shown() -> str:
+    def shown() -> tuple[str, str]:
         with connection.cursor() as cursor:
-            cursor.execute("SHOW enable_indexscan")
-            return cursor.fetchone()[0]
+            cursor.execute(
+                "SELECT current_setting('enable_indexscan'), current_setting('work_mem')"
+            )
+            return cursor.fetchone()
 
     if connection.vendor != "postgresql":
         pytest.skip("the planner's settings are PostgreSQL's")
+    default = shown()
+    assert default[1] != "12MB"
     with transaction.atomic() if in_transaction else nullcontext():
-        with fulltext.planned("default", indexscan=False):
-            assert shown() == "off"
-            assert shown() == "off"
-        assert shown() == "on"
-    assert shown() == "on"
+        with fulltext.planned("default", enable_indexscan=False, work_mem="12MB"):
+            assert shown() == ("off", "12MB")
+            assert shown() == ("off", "12MB")
+        assert shown() == default == ("on", default[1])
+    assert shown() == default
