@@ -419,7 +419,8 @@ def search_workspaces_ensure(small: int) -> dict[str, int]:
     owner = User.objects.get(email=OWNER)
     found = {}
     for size, workspace_name in (("small", SMALL_WORKSPACE), ("large", WORKSPACE)):
-        workspace = Workspace.objects.filter(name=workspace_name).order_by("pk").first()
+        # The oldest of the name: the one seed_demo made (and reuses) first.
+        workspace = Workspace.objects.filter(name=workspace_name).earliest("pk")
         held = Project.objects.filter(workspace=workspace).count()
         for n in range(held, SEARCH_WORKSPACE_PROJECTS):
             project_create(
