@@ -49,10 +49,13 @@ class SearchFilter(CachedFormFilterSet):
         return fulltext.search(queryset, value)
 
     def filter_workspace(self, queryset, name, value):
-        # As the visible projects are (search.selectors.search_hits): an array of ids, which
-        # PostgreSQL hands to each table of the view, not a join.
-        projects = Project.objects.filter(workspace_id=value).values("pk")
-        return queryset.filter(fulltext.AmongIds("project_id", projects))
+        # The workspace's project ids, read first and given as values: PostgreSQL then plans
+        # with what they hold. As an array read while the query runs (``AmongIds``), their
+        # share of the rows was a guess: for a word in a workspace of 10,000 issues beside one
+        # of a million, it read every match of both (470 ms), where through the projects'
+        # index it reads the workspace's (9 ms).
+        ids = list(Project.objects.filter(workspace_id=value).values_list("pk", flat=True))
+        return queryset.filter(project_id__in=ids) if ids else queryset.none()
 
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)

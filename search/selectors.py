@@ -102,6 +102,8 @@ def hit_total(
     counters answer the issues among them (``issues.selectors.issue_search_total``: one word,
     a word and an exclusion, a prefix), only the other kinds are counted; otherwise every hit
     is."""
+    if hits.query.is_empty():  # narrowed to nothing (a workspace without projects)
+        return 0
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
     if not issues_wanted or fulltext.parse(text).required == ():
         return hits.count()

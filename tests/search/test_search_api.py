@@ -115,6 +115,23 @@ def test_type_project_id_and_workspace_id_narrow_it(api, world, found):
     assert other["data"] == [] and other["meta"]["total"] == 0
     secret = search(api.outsider, q="checkout", workspace_id=world.other_project.workspace_id)
     assert kinds(secret) == [("issue", found["secret"].pk)]
+    nowhere = search(api.owner, q="checkout", workspace_id=world.project.workspace_id + 1000)
+    assert nowhere["data"] == [] and nowhere["meta"]["total"] == 0  # no such workspace
+
+
+def test_a_workspace_narrows_by_its_project_ids_given_as_values(api, world, found):
+    """The workspace's projects are read first and given to the search's statements as
+    values, which PostgreSQL plans with (an array read while they run was a guess)."""
+    from projects.models import Project
+
+    workspace = world.project.workspace_id
+    ids = sorted(Project.objects.filter(workspace_id=workspace).values_list("pk", flat=True))
+    with CaptureQueriesContext(connection) as queries:
+        body = search(api.owner, q="checkout", workspace_id=workspace)
+    assert body["meta"]["total"] == 4
+    page = [q["sql"] for q in queries.captured_queries if '"search_hit"."title"' in q["sql"]]
+    listed = ", ".join(str(pk) for pk in ids)
+    assert page and f'"search_hit"."project_id" IN ({listed})' in page[0], page
 
 
 def test_nobody_finds_what_they_cannot_see(api, world, found):
