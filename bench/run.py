@@ -171,7 +171,7 @@ def main() -> int:
     # Before the servers start: the machine is the export's and the import's alone.
     transfer = measure_transfer(workspace_id=bench_workspace_id())
     rank_index = measure_rank_index(project_id=writes["id"], creates=20 if args.smoke else 1000)
-    counters_fold()
+    database_settle()
     key, token = api_key_for_owner()
     projects["large"]["deep"] = deep_paging(projects["large"], token)
     load = load_generator(
@@ -289,21 +289,23 @@ def rollups_bring_up(project_id: int) -> float:
     return round(time.perf_counter() - began, 2)
 
 
-def counters_fold() -> None:
-    """The lists' counters folded (issues.facets.compact), as their job does every minute:
-    the run measures a database in its steady state, not the rows a seeding appended (every
-    counter of the large project unfolded made the sum for ``updated_after`` a parallel scan
-    of 6,000 rows, 5 times slower under load), and the table analysed after, as autovacuum
-    would do in a while (folded from 375,000 rows to 8,000, its old statistics kept that plan)."""
+def database_settle() -> None:
+    """The database as it stands between the jobs that keep it, before the servers start:
+    the lists' counters folded (issues.facets.compact), as their job does every minute, and
+    every table vacuumed and analysed, as autovacuum does (where it is off, as on a CI
+    machine, nothing else does it). Without it a run measured what the bench's own setup left:
+    the import's rolled-back million rows dead in the issues table (3.1 million after three
+    runs: a phrase's request 294 ms in process, 163 ms after VACUUM), and 375,000 counter rows
+    unfolded whose statistics planned a parallel scan for ``updated_after``'s sum (run 2:
+    filters1M/filters10k 5.16)."""
     from django.db import connection
 
     from issues import facets
-    from issues.models import IssueFacetCount
 
     facets.compact()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(IssueFacetCount._meta.db_table)}")
+            cursor.execute("VACUUM (ANALYZE)")  # outside a transaction: autocommit
 
 
 def writes_project() -> dict:
