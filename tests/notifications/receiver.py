@@ -5,6 +5,7 @@ can tell a kept connection from a new one."""
 
 import http.server
 import threading
+import time
 from dataclasses import dataclass, field
 
 from tests.liveserver import serve_in_thread
@@ -16,6 +17,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     peer_port: int = 0
+    at: float = 0.0  # when it arrived (time.monotonic)
 
 
 @dataclass
@@ -52,6 +54,7 @@ def start_receiver(statuses: list[int] | None = None) -> tuple[Receiver, http.se
                         {k.lower(): v for k, v in self.headers.items()},
                         body,
                         peer_port=self.client_address[1],
+                        at=time.monotonic(),
                     )
                 )
                 receiver.arrived.notify_all()
