@@ -47,7 +47,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import Coalesce
-from django.db.models.lookups import Exact, Lookup
+from django.db.models.lookups import Exact, In, Lookup
 from django.db.models.sql.where import AND, WhereNode
 
 CONFIG = "english"
@@ -458,6 +458,9 @@ def search(queryset, text: str):
 # candidate (CandidateScore._oldest_candidate): at 20, a query matching 5% of the rows finds
 # its candidates in it.
 WINDOW_PER_CANDIDATE = 20
+# The most projects whose windows are merged (a branch of the window's union each); past
+# that, the planner chooses alone.
+WINDOW_MOST_SCOPES = 32
 
 
 class _Document(Expression):
@@ -498,40 +501,57 @@ def _unmatched(queryset):
     return scope if found else None
 
 
-def _one_scope(queryset, field: str) -> bool:
-    """Whether ``queryset`` is narrowed to one value of ``field`` (a plain ``field = value``
-    among its conditions joined by AND)."""
-    return any(
-        isinstance(child, Exact)
-        and isinstance(child.lhs, Col)
-        and child.lhs.target.column == field
-        and not hasattr(child.rhs, "resolve_expression")
-        for node in _conjuncts(queryset.query.where)
-        for child in node.children
-    )
+def _scope_values(queryset, field: str) -> list[Any] | None:
+    """The values of ``field`` that ``queryset`` is narrowed to, from a plain ``field =
+    value`` or ``field IN (values)`` among its conditions joined by AND (the fewest where
+    there are several), or None: not narrowed so, or to more than ``WINDOW_MOST_SCOPES``."""
+    found: list[Any] | None = None
+    for node in _conjuncts(queryset.query.where):
+        for child in node.children:
+            if not (
+                isinstance(child, Exact | In)
+                and isinstance(child.lhs, Col)
+                and child.lhs.target.column == field
+                and not hasattr(child.rhs, "resolve_expression")
+            ):
+                continue
+            values = [child.rhs] if isinstance(child, Exact) else list(child.rhs)
+            if found is None or len(values) < len(found):
+                found = values
+    return found if found is not None and len(found) <= WINDOW_MOST_SCOPES else None
 
 
 def _scope_window(among, query: Query, rows: int, n: int) -> tuple[str, list[Any]] | None:
-    """PostgreSQL, where ``among`` is narrowed to one value of its model's
-    ``search_scope_field`` (one project): the SQL (and its parameters) of one value, the
-    created_at of the ``n``-th newest match of ``query`` if ``n`` of them are among the
-    newest ``rows`` rows of that scope (``among`` without its match), read newest first
-    through its (scope, created_at) index, and NULL otherwise. None elsewhere: across
-    several projects PostgreSQL 15 cannot walk that index in order, and reading each
-    project's newest rows in turn (a LATERAL join) cannot tell from a project's window of
-    newer rows, none matching, that no older match is missing."""
+    """PostgreSQL, where ``among`` is narrowed to values of its model's
+    ``search_scope_field`` (one project, or up to ``WINDOW_MOST_SCOPES``): the SQL (and its
+    parameters) of one value, the created_at of the ``n``-th newest match of ``query`` if
+    ``n`` of them are among the newest ``rows`` rows of that scope (``among`` without its
+    match), and NULL otherwise. The newest rows are read newest first through the (scope,
+    created_at) index, each project's as a branch of a union whose branches PostgreSQL
+    merges in order: ``rows`` rows in all, not ``rows`` per project. None elsewhere."""
     field = getattr(among.model, "search_scope_field", None)
     if connections[among.db].vendor != "postgresql" or field is None:
         return None
     scope = _unmatched(among)
-    if scope is None or not _one_scope(scope, field):
+    values = None if scope is None else _scope_values(scope, field)
+    if not values:
         return None
+    branches, params = [], []
+    for value in values:
+        newest = scope.filter(**{field: value}).order_by("-created_at")
+        branch, more = newest.values("created_at", document=_Document())[
+            :rows
+        ].query.sql_with_params()
+        branches.append(f"({branch})")
+        params.extend(more)
+    if len(branches) > 1:
+        merged = " UNION ALL ".join(branches)
+        branches = [f"SELECT u.* FROM ({merged}) u ORDER BY u.created_at DESC LIMIT %s"]
+        params.append(rows)
     match, more = _tsquery(query)
-    newest = scope.order_by("-created_at").values("created_at", document=_Document())
-    inner, params = newest[:rows].query.sql_with_params()
     sql = (
         "SELECT CASE WHEN COUNT(*) = %s THEN MIN(t.created_at) END FROM ("
-        f"SELECT w.created_at FROM ({inner}) w WHERE w.document @@ {match} "
+        f"SELECT w.created_at FROM ({branches[0]}) w WHERE w.document @@ {match} "
         "ORDER BY w.created_at DESC LIMIT %s) t"
     )
     return sql, [n, *params, *more, n]
@@ -598,15 +618,15 @@ class CandidateScore(Expression):
         """The created_at of the N-th newest row of ``among`` (the oldest of all, with fewer),
         None with none.
 
-        On PostgreSQL, where ``among`` is narrowed to one value of its model's
-        ``search_scope_field`` (one project), the newest WINDOW_PER_CANDIDATE x N rows of that
-        scope are read first, newest first through its (scope, created_at) index, and the
-        matches among them kept: when N match, the N-th is the answer, found in a walk of
-        bounded length (a phrase in 5% of a million issues: 11 ms, where its planner read
-        every match, 280 ms to 350 ms). With fewer, the newest N matches are found as the
-        planner chooses (few matches: through the full-text index). One statement either
-        way: the second query runs only when the first finds too few. Across several
-        projects, the planner chooses alone (``_scope_window`` says why)."""
+        On PostgreSQL, where ``among`` is narrowed to values of its model's
+        ``search_scope_field`` (a project, or a workspace's projects), the newest
+        WINDOW_PER_CANDIDATE x N rows of that scope are read first, newest first through its
+        (scope, created_at) index, and the matches among them kept: when N match, the N-th is
+        the answer, found in a walk of bounded length (a phrase in 5% of a million issues:
+        11 ms, where its planner read every match, 280 ms to 350 ms). With fewer, the newest N
+        matches are found as the planner chooses (few matches: through the full-text index).
+        One statement either way: the second query runs only when the first finds too few.
+        Elsewhere (every project the caller sees), the planner chooses alone."""
         newest = self.newest[: self.candidates]
         rows = WINDOW_PER_CANDIDATE * self.candidates
         window = _scope_window(self.among, self.query, rows, self.candidates)

@@ -10,8 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from comments.models import Comment
 from comments.services import comment_create, comment_delete
 from issues.services import issue_update
+from projects.models import Project
 from tests.conftest import assert_error, assert_ok, client_for
-from tests.factories import PullRequestFactory, RepositoryFactory, make_issue
+from tests.factories import ProjectFactory, PullRequestFactory, RepositoryFactory, make_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -395,6 +396,81 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     with CaptureQueriesContext(connection) as queries:
         assert best._oldest_candidate() == newest[-1]
     assert "COALESCE" not in queries.captured_queries[0]["sql"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
+@pytest.mark.parametrize("window", [20, 1])
+def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
+    broad, monkeypatch, window
+):
+    """Narrowed to several projects (a workspace's, as ``workspace_id`` gives them), the
+    window is the newest 20 N rows of them all, read as each project's newest merged in
+    order: the same oldest candidate as a search of every match, in one statement. Past
+    WINDOW_MOST_SCOPES projects, or narrowed by a subquery, the planner alone finds it."""
+    from collab.db import fulltext
+    from issues.models import Issue
+    from issues.seeding import issues_seed
+
+    second = ProjectFactory(workspace=broad.project.workspace, created_by=broad.owner)
+    issues_seed(project=second, total=600, people=[broad.owner.pk])
+    monkeypatch.setattr(fulltext, "WINDOW_PER_CANDIDATE", window)
+    ids = [broad.project.pk, second.pk]
+    rows = Issue.objects.filter(project_id__in=ids)
+    matches = rows.filter(fulltext_matches("e*"))
+    newest = matches.order_by("-created_at").values_list("created_at", "project_id")[:50]
+    assert {project for _at, project in newest} == set(ids)  # the projects' rows interleave
+    window_rows = rows.order_by("-created_at").values_list("pk", flat=True)[: window * 50]
+    in_window = matches.filter(pk__in=list(window_rows)).count()
+    assert (in_window >= 50) == (window == 20)  # each branch is taken
+
+    def oldest_found(among):
+        best = fulltext.CandidateScore(fulltext.parse("e*"), among=among, candidates=50)
+        with CaptureQueriesContext(connection) as queries:
+            assert best._oldest_candidate() == newest[49][0]
+        [statement] = [q["sql"] for q in queries.captured_queries]
+        return statement
+
+    statement = oldest_found(matches)
+    assert statement.startswith("SELECT COALESCE((SELECT CASE WHEN COUNT(*) = 50")
+    assert statement.count("UNION ALL") == 1
+    # The same scope as a subquery, or with too many projects to merge: no window.
+    projects = Project.objects.filter(pk__in=ids).values("pk")
+    assert "COALESCE" not in oldest_found(
+        Issue.objects.filter(project_id__in=projects).filter(fulltext_matches("e*"))
+    )
+    monkeypatch.setattr(fulltext, "WINDOW_MOST_SCOPES", 1)
+    assert "COALESCE" not in oldest_found(matches)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
+def test_the_window_is_the_newest_rows_of_all_the_projects_not_of_each(world, monkeypatch):
+    """A project's newest rows, none matching, then older matches that are still newer than
+    another project's: each project's own window would find the other's matches and miss
+    these (the 3rd newest match 100 days old, where it is 12 days old). The window of both
+    together holds no match at all, and the matches are then found among all."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    monkeypatch.setattr(fulltext, "WINDOW_PER_CANDIDATE", 2)  # 6 rows for 3 candidates
+    second = ProjectFactory(workspace=world.project.workspace, created_by=world.owner)
+    now = timezone.now()
+    made = [
+        *((world.project, "Unrelated", days) for days in range(1, 7)),
+        *((world.project, "Sparrow seen", days) for days in range(10, 13)),
+        *((second, "Sparrow seen", days) for days in range(100, 106)),
+    ]
+    for project, title, days in made:
+        issue = make_issue(project, world.owner, title=title)
+        Issue.objects.filter(pk=issue.pk).update(created_at=now - timedelta(days=days))
+    matches = Issue.objects.filter(project_id__in=[world.project.pk, second.pk]).filter(
+        fulltext_matches("sparrow")
+    )
+    best = fulltext.CandidateScore(fulltext.parse("sparrow"), among=matches, candidates=3)
+    assert best._oldest_candidate() == now - timedelta(days=12)
 
 
 def fulltext_matches(text):
