@@ -28,6 +28,8 @@ class Credential:
     kind: str  # "api_key" or "jwt"
     scopes: frozenset[str]
     api_key: ApiKey | None = field(default=None, compare=False)
+    # The projects it is limited to (an API key's ``projects``); None, not limited.
+    projects: frozenset[int] | None = None
 
     @property
     def is_jwt(self) -> bool:
@@ -87,7 +89,11 @@ class BearerAuthentication(BaseAuthentication):
         if not api_key.user.is_active:
             raise exceptions.AuthenticationFailed("The account of this API key is not active.")
         _touch_last_used(api_key, now)
-        return api_key.user, Credential("api_key", expand(api_key.scopes), api_key)
+        limit = None if api_key.projects is None else frozenset(api_key.projects)
+        # Every selector deciding what the caller sees reads it from the user
+        # (accounts.roles.project_limit), built for this request alone.
+        api_key.user.project_limit = limit
+        return api_key.user, Credential("api_key", expand(api_key.scopes), api_key, limit)
 
     def _authenticate_jwt(self, raw: str):
         backend = JWTAuthentication()

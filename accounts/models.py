@@ -56,6 +56,9 @@ class User(AbstractBaseUser, PermissionsMixin):
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = UserManager()
+    # Not a column: the projects the request's credential is limited to (an API key's
+    # ``projects``), set by authentication on the request's user; None, not limited.
+    project_limit: frozenset[int] | None = None
 
     USERNAME_FIELD = "email"
     EMAIL_FIELD = "email"
@@ -149,6 +152,8 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, db_index=True)
     key_hash = models.CharField(max_length=64, unique=True)
     scopes = models.JSONField(default=list)
+    # The ids of the projects the key is limited to; null, every project its owner sees.
+    projects = models.JSONField(null=True, blank=True, default=None)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -16,11 +16,33 @@ ROLE_ABILITIES: dict[str | None, frozenset[str]] = {
 }
 
 
+def project_limit(user) -> frozenset[int] | None:
+    """The projects the request's credential is limited to (an API key's ``projects``), or
+    None: every project the user sees."""
+    return getattr(user, "project_limit", None)
+
+
+def require_unlimited(user, action: str) -> None:
+    """The limit gate: what a credential limited to projects may not do at all (create
+    projects, manage members, the workspace's own records). Data outside the projects is
+    hidden instead (404), by the selectors."""
+    if project_limit(user) is not None:
+        raise Forbidden(
+            f"This API key is limited to projects: it cannot {action}.",
+            details={"project_limited": True},
+        )
+
+
 def user_roles(user) -> dict[int, str]:
-    """``{workspace_id: role}`` for the user, loaded once per request and kept on the user."""
+    """``{workspace_id: role}`` for the user, loaded once per request and kept on the user.
+    With a credential limited to projects, only the workspaces holding those projects."""
     roles = getattr(user, "_workspace_roles", None)
     if roles is None:
-        roles = dict(user.memberships.values_list("workspace_id", "role"))
+        memberships = user.memberships.all()
+        limit = project_limit(user)
+        if limit is not None:
+            memberships = memberships.filter(workspace__projects__in=sorted(limit)).distinct()
+        roles = dict(memberships.values_list("workspace_id", "role"))
         user._workspace_roles = roles
     return roles
 

@@ -2,7 +2,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from .models import ApiKey, Invitation, Membership, User, Workspace
-from .roles import require_ability, user_roles
+from .roles import require_ability, require_unlimited, user_roles
 
 
 def workspace_list(*, user: User) -> QuerySet[Workspace]:
@@ -19,13 +19,19 @@ def workspace_get(*, user: User, workspace_id: int | str | None) -> Workspace | 
     return Workspace.objects.filter(pk=pk).first()
 
 
-def workspace_require(*, user: User, workspace_id: int | str | None, ability: str) -> Workspace:
+def workspace_require(
+    *, user: User, workspace_id: int | str | None, ability: str, unlimited_to: str = ""
+) -> Workspace:
     """The workspace a route names, for a caller whose role allows ``ability`` in it: a 404
-    when the caller is not a member (as if it did not exist), a 403 when the role falls short."""
+    when the caller is not a member (as if it did not exist), a 403 when the role falls short.
+    ``unlimited_to``: what the route does that a credential limited to projects may not (its
+    workspace's own records), refused with a 403 too."""
     workspace = workspace_get(user=user, workspace_id=workspace_id)
     if workspace is None:
         raise Http404
     require_ability(user, workspace.pk, ability)
+    if unlimited_to:
+        require_unlimited(user, unlimited_to)
     return workspace
 
 

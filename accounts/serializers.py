@@ -3,10 +3,9 @@ from rest_framework import serializers
 
 from collab.api.fields import SingleLineCharField
 from collab.api.routers import MAX_ID
-from collab.api.scopes import ALL_SCOPES
 
 from .handles import HANDLE_MAX_LENGTH, HANDLE_RULE
-from .models import ApiKey, Invitation, Membership, Role, User, Workspace
+from .models import Invitation, Membership, Role, User, Workspace
 
 
 class UserSerializer(serializers.Serializer):
@@ -58,49 +57,6 @@ class WorkspaceCreateSerializer(serializers.Serializer):
 
 class MembershipUpdateSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
-
-
-class ApiKeySerializer(serializers.ModelSerializer):
-    revoked = serializers.BooleanField(source="is_revoked", read_only=True)
-    scopes = serializers.ListField(
-        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]), read_only=True
-    )
-
-    class Meta:
-        model = ApiKey
-        fields = [
-            "id",
-            "name",
-            "prefix",
-            "scopes",
-            "expires_at",
-            "last_used_at",
-            "revoked",
-            "revoked_at",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class ApiKeyCreatedSerializer(ApiKeySerializer):
-    key = serializers.CharField(read_only=True, help_text="The key itself, shown only once.")
-
-    class Meta(ApiKeySerializer.Meta):
-        fields = [*ApiKeySerializer.Meta.fields, "key"]
-        read_only_fields = fields
-
-
-class ApiKeyCreateSerializer(serializers.Serializer):
-    name = SingleLineCharField(max_length=100)
-    # Not a ListField of choices: an unknown scope is reported on ``scopes`` itself
-    # (``details.scopes``), not on ``scopes.0``.
-    scopes = serializers.MultipleChoiceField(
-        choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
-    )
-    # camelCase to match the documented client library: docs/guide/authentication.md.
-    expiresIn = SingleLineCharField(  # noqa: N815
-        required=False, allow_null=True, default="1y", max_length=32
-    )
 
 
 class LoginSerializer(serializers.Serializer):

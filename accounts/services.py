@@ -3,6 +3,7 @@
 import logging
 import re
 import time
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
 
@@ -235,9 +236,16 @@ def _ensure_another_owner(membership: Membership) -> None:
 
 
 def api_key_create(
-    *, user: User, name: str, scopes: list[str], expires_in: str | int | None = None
+    *,
+    user: User,
+    name: str,
+    scopes: list[str],
+    expires_in: str | int | None = None,
+    projects: Collection[int] | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key and return it with its plaintext, which is never available again."""
+    """Create a key and return it with its plaintext, which is never available again.
+    ``projects``: the ids it is limited to (None: not limited), which the caller has found
+    ``user`` may see (integrations.services.api_key_issue)."""
     unknown = invalid_scopes(scopes)
     if unknown:
         raise ValidationFailed.field("scopes", f"Unknown scopes: {', '.join(unknown)}.")
@@ -255,6 +263,7 @@ def api_key_create(
         prefix=keys.display_prefix(plaintext),
         key_hash=keys.hash_key(plaintext),
         scopes=sorted(set(scopes)),
+        projects=None if projects is None else sorted(set(projects)),
         expires_at=now + lifetime if lifetime else None,
         created_at=now,
     )

@@ -3,7 +3,6 @@ from django.urls import path
 from collab.api.routers import ApiRouter
 
 from .views import (
-    ApiKeyViewSet,
     AuthViewSet,
     InvitationAcceptViewSet,
     RateLimitViewSet,
@@ -12,7 +11,6 @@ from .views import (
 
 router = ApiRouter()
 router.register("auth", AuthViewSet, basename="auth")
-router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("users", UserViewSet, basename="user")
 router.register("invitations", InvitationAcceptViewSet, basename="invitation")
 

@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from collab.api.exceptions import NotFound
 from collab.api.filters import ID_SCHEMA
 from collab.api.pagination import positive_int_param
-from collab.api.permissions import JwtOnly
 from collab.api.ratelimit import (
     SIGN_IN,
     STATUS,
@@ -23,11 +22,8 @@ from collab.api.viewsets import ApiViewSet
 
 from . import selectors, services
 from .filters import UserFilter
-from .models import ApiKey, Membership, User
+from .models import Membership, User
 from .serializers import (
-    ApiKeyCreatedSerializer,
-    ApiKeyCreateSerializer,
-    ApiKeySerializer,
     InvitationAcceptSerializer,
     LoginSerializer,
     MeSerializer,
@@ -130,43 +126,6 @@ class RateLimitViewSet(ApiViewSet):
             reset_at=datetime.fromtimestamp(usage.reset, UTC) if usage else None,
         )
         return self.ok(RateLimitSerializer(data).data)
-
-
-class ApiKeyViewSet(ApiViewSet):
-    """API keys of the signed-in user. A JWT is required: keys cannot mint keys."""
-
-    permission_classes = [*ApiViewSet.permission_classes, JwtOnly]
-    serializer_class = ApiKeySerializer
-    queryset = ApiKey.objects.none()  # for the schema; reads go through the selectors
-
-    def list(self, request):
-        return self.paginated(selectors.api_key_list(user=request.user), ApiKeySerializer)
-
-    @extend_schema(request=ApiKeyCreateSerializer, responses={201: ApiKeyCreatedSerializer})
-    def create(self, request):
-        data = self.validated(ApiKeyCreateSerializer)
-        api_key, plaintext = services.api_key_create(
-            user=request.user,
-            name=data["name"],
-            scopes=data["scopes"],
-            expires_in=data.get("expiresIn"),
-        )
-        api_key.key = plaintext
-        return self.created(ApiKeyCreatedSerializer(api_key).data, f"/v1/api-keys/{api_key.pk}")
-
-    def retrieve(self, request, pk=None):
-        return self.ok(ApiKeySerializer(self._get_key(pk)).data)
-
-    @extend_schema(responses={200: None})
-    def destroy(self, request, pk=None):
-        services.api_key_revoke(api_key=self._get_key(pk))
-        return self.deleted()
-
-    def _get_key(self, pk) -> ApiKey:
-        api_key = selectors.api_key_list(user=signed_in(self.request)).filter(pk=pk).first()
-        if api_key is None:
-            raise Http404
-        return api_key
 
 
 class UserViewSet(ApiViewSet):

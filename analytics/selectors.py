@@ -31,7 +31,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from accounts.models import Membership, User
-from accounts.roles import role_remember
+from accounts.roles import project_limit, role_remember
 from collab.api.renderers import iso_z
 from collab.db.prepared import PreparedQuery
 from issues.models import IssueStatusCount, Status
@@ -161,7 +161,8 @@ def workspace_projects(*, user: User, workspace_id: int) -> list[Project] | None
             .values_list("role", flat=True)
             .first()
         )
-    if role is None:
+    limit = project_limit(user)  # a credential limited to projects sees their workspaces
+    if role is None or (limit is not None and not any(row["id"] in limit for row in rows)):
         return None
     role_remember(user, workspace_id, role)
     projects: list[Project] = []

@@ -21,6 +21,7 @@ urlpatterns = [
     path("v1/", include("comments.urls")),
     path("v1/", include("search.urls")),
     path("v1/", include("transfer.urls")),
+    path("v1/", include("integrations.urls")),
     path("admin/", admin.site.urls),
     # Any other path, newlines and all, is the API's JSON 404, never an HTML page.
     re_path(r"^(?!admin/|static/)[\s\S]*\Z", views.not_found),

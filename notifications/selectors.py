@@ -5,7 +5,7 @@ from collections.abc import Collection
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership, User
-from accounts.roles import user_roles
+from accounts.roles import project_limit, user_roles
 from events.models import Event
 from projects.models import Project
 from projects.selectors import project_visibility_q, visible_project_ids
@@ -19,7 +19,13 @@ def visible_scope(*, user: User) -> tuple[set[int], set[int]]:
     project_ids = set(
         Project.objects.filter(project_visibility_q(user)).values_list("pk", flat=True)
     )
-    return project_ids, set(user_roles(user))
+    return project_ids, workspace_records_seen(user)
+
+
+def workspace_records_seen(user: User) -> set[int]:
+    """The workspaces whose own records (project-less events, workspace webhooks) the user
+    may see: their workspaces, none with a credential limited to projects."""
+    return set() if project_limit(user) is not None else set(user_roles(user))
 
 
 def visible_scopes(*, user_ids: Collection[int]) -> dict[int, tuple[set[int], set[int]]]:
@@ -72,7 +78,7 @@ def webhook_get(*, user: User, webhook_id: int | str) -> Webhook | None:
     """A webhook of a project the user sees, or of a workspace they belong to (the role each
     needs is the view's to check)."""
     seen = Q(project__in=Project.objects.filter(project_visibility_q(user))) | Q(
-        project__isnull=True, workspace_id__in=list(user_roles(user))
+        project__isnull=True, workspace_id__in=sorted(workspace_records_seen(user))
     )
     return Webhook.objects.filter(seen).select_related("project").filter(pk=webhook_id).first()
 

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.http import Http404
 
+from accounts.roles import project_limit
 from collab.api.exceptions import BadRequest
 from collab.api.filters import is_id
 from projects import selectors as project_selectors
@@ -68,7 +69,12 @@ def stream_options(request) -> dict:
                 "Invalid query parameters.", details={"types": ["An empty value is not allowed."]}
             )
     # What it may see is read as it joins the hub (with the other streams joining then).
-    subscriber = stream.Subscriber(user_id=request.user.pk, types=types, only_project=only_project)
+    subscriber = stream.Subscriber(
+        user_id=request.user.pk,
+        types=types,
+        only_project=only_project,
+        project_limit=project_limit(request.user),
+    )
     return {"subscriber": subscriber, "last_event_id": parse_last_event_id(request)}
 
 
@@ -148,7 +154,7 @@ def _end_of_stream() -> float | None:
 
 async def _replay(subscriber: stream.Subscriber, after: int, upto: int):
     query = selectors.event_visibility_q(
-        project_ids=subscriber.project_ids, workspace_ids=subscriber.workspace_ids
+        project_ids=subscriber.project_ids, workspace_ids=subscriber.records_workspace_ids
     )
     if subscriber.only_project is not None:
         query &= Q(project_id=subscriber.only_project)

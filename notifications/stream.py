@@ -119,6 +119,8 @@ class Subscriber:
     user_id: int
     types: list[str] | None
     only_project: int | None = None
+    # The projects its credential is limited to (accounts.roles.project_limit); None, not.
+    project_limit: frozenset[int] | None = None
     # What it may see: read by the hub as it joins (``Hub.subscribe``), then on every change.
     project_ids: set[int] = field(default_factory=set)
     workspace_ids: set[int] = field(default_factory=set)
@@ -137,13 +139,23 @@ class Subscriber:
         )
 
     def rescope(self, project_ids: set[int], workspace_ids: set[int]) -> None:
+        """What its user may see, as read for them (``visible_scopes``), the projects
+        narrowed to its credential's (the workspaces are kept: a change in one reaches it)."""
+        if self.project_limit is not None:
+            project_ids = project_ids & self.project_limit
         self.project_ids, self.workspace_ids = project_ids, workspace_ids
+
+    @property
+    def records_workspace_ids(self) -> set[int]:
+        """The workspaces whose own events (no project) it sees: none with a limited
+        credential (notifications.selectors.workspace_records_seen)."""
+        return set() if self.project_limit is not None else self.workspace_ids
 
     def wants(self, event: StreamEvent) -> bool:
         if self.only_project is not None and event.project_id != self.only_project:
             return False
         if event.project_id is None:
-            visible = event.workspace_id in self.workspace_ids
+            visible = event.workspace_id in self.records_workspace_ids
         else:
             visible = event.project_id in self.project_ids
         return visible and (self.types is None or kind_matches(event.type, self.types))

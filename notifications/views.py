@@ -111,7 +111,10 @@ class WorkspaceWebhookViewSet(ApiViewSet):
 
     def get_workspace(self, workspace_id) -> Workspace:
         return account_selectors.workspace_require(
-            user=cast(User, self.request.user), workspace_id=workspace_id, ability=MANAGE
+            user=cast(User, self.request.user),
+            workspace_id=workspace_id,
+            ability=MANAGE,
+            unlimited_to="use its workspace's webhooks",
         )
 
     @extend_schema(responses={200: WebhookSerializer(many=True)})

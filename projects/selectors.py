@@ -5,7 +5,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet,
 from django.db.models.functions import Coalesce
 
 from accounts.models import Membership, Role, User
-from accounts.roles import role_remember, user_roles, workspace_role
+from accounts.roles import project_limit, role_remember, user_roles, workspace_role
 from collab.api.routers import id_or_none
 from collab.db.prepared import PreparedQuery
 
@@ -26,12 +26,14 @@ def project_visibility_q(user: User, prefix: str = "") -> Q:
     member_of = list(roles)
     team_of = ProjectMember.objects.filter(user=user).values("project_id")
     p = prefix
-    return (
+    seen = (
         Q(**{f"{p}visibility": Project.Visibility.PUBLIC})
         | Q(**{f"{p}workspace_id__in": admin_of})
         | Q(**{f"{p}workspace_id__in": member_of, f"{p}visibility": Project.Visibility.INTERNAL})
         | Q(**{f"{p}pk__in": team_of})
     )
+    limit = project_limit(user)
+    return seen if limit is None else seen & Q(**{f"{p}pk__in": sorted(limit)})
 
 
 def visibility_grants(visibility: str, role: str | None) -> bool:
@@ -70,6 +72,12 @@ def visible_project_ids(*, user_ids: Collection[int]) -> dict[int, set[int]]:
     return visible
 
 
+def within_limit(user: User, project_id: int) -> bool:
+    """Whether the request's credential may reach this project (``project_limit``)."""
+    limit = project_limit(user)
+    return limit is None or project_id in limit
+
+
 def project_audience_q(project: Project) -> Q:
     """The users who may see ``project``: ``project_visibility_q`` turned around, over users, so
     a batch of people is checked against one project in one query."""
@@ -90,6 +98,8 @@ def project_visible(*, user: User, project: Project) -> bool:
     and only a private project of a workspace the user does not administer costs a query, for
     its team.
     """
+    if not within_limit(user, project.pk):
+        return False
     role = workspace_role(user, project.workspace_id)
     if visibility_grants(project.visibility, role):
         return True
@@ -121,6 +131,8 @@ def reader_annotations(
 def project_seen(project: Project, *, user: User) -> bool:
     """Whether ``user`` may see ``project``, whose ``reader_role`` and ``reader_on_team`` were
     read for them (``reader_annotations``); the role is kept for the request's checks."""
+    if not within_limit(user, project.pk):  # its role is then none of the request's
+        return False
     # Whom reader_role and reader_on_team describe.
     project.reader_id = user.pk
     role_remember(user, project.workspace_id, project.reader_role)

@@ -1,3 +1,5 @@
+from typing import cast
+
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
@@ -7,7 +9,7 @@ from accounts import selectors as account_selectors
 from accounts import services as account_services
 from accounts.filters import InvitationFilter, UserFilter
 from accounts.models import Membership, User, Workspace
-from accounts.roles import require_ability, user_roles
+from accounts.roles import require_ability, require_unlimited, user_roles
 from accounts.serializers import (
     InvitationCreateSerializer,
     InvitationSerializer,
@@ -58,6 +60,7 @@ class ProjectViewSet(ProjectScopedViewSet):
 
     @extend_schema(request=ProjectCreateSerializer, responses={201: ProjectSerializer})
     def create(self, request):
+        require_unlimited(request.user, "create projects")
         data = self.validated(ProjectCreateSerializer)
         workspace_id = data.get("workspace_id") or account_selectors.default_workspace_id(
             user=request.user
@@ -128,6 +131,7 @@ class ProjectViewSet(ProjectScopedViewSet):
             queryset = selectors.project_members(project=project).annotate(role=Subquery(role))
             return self.paginated(queryset, ProjectMemberSerializer)
         project = self.get_project(ability=MANAGE)
+        require_unlimited(request.user, "manage members")
         data = self.validated(ProjectMemberAddSerializer)
         user = User.objects.filter(pk=data["user_id"]).first()
         if user is None:
@@ -147,6 +151,7 @@ class ProjectViewSet(ProjectScopedViewSet):
     @action(detail=True, methods=["delete"], url_path=rf"members/(?P<user_id>{ID_PATTERN})")
     def member_remove(self, request, pk=None, user_id=None):
         project = self.get_project(ability=MANAGE)
+        require_unlimited(request.user, "manage members")
         member = selectors.project_members(project=project).filter(user_id=user_id).first()
         if member is None:
             raise Http404
@@ -177,9 +182,12 @@ class WorkspaceViewSet(ApiViewSet):
             return "users:write"
         return super().required_scope()
 
-    def _workspace(self, pk, ability=READ):
+    def _workspace(self, pk, ability=READ, *, unlimited_to: str = ""):
         return account_selectors.workspace_require(
-            user=self.request.user, workspace_id=pk, ability=ability
+            user=cast(User, self.request.user),
+            workspace_id=pk,
+            ability=ability,
+            unlimited_to=unlimited_to,
         )
 
     def _context(self) -> dict:
@@ -194,6 +202,7 @@ class WorkspaceViewSet(ApiViewSet):
 
     @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer})
     def create(self, request):
+        require_unlimited(request.user, "create workspaces")
         data = self.validated(WorkspaceCreateSerializer)
         workspace = account_services.workspace_create(name=data["name"], owner=request.user)
         request.user._workspace_roles = None
@@ -222,7 +231,7 @@ class WorkspaceViewSet(ApiViewSet):
         url_path=rf"members/(?P<user_id>{ID_PATTERN})",
     )
     def member_detail(self, request, pk=None, user_id=None):
-        workspace = self._workspace(pk, MANAGE)
+        workspace = self._workspace(pk, MANAGE, unlimited_to="manage members")
         membership = (
             Membership.objects.select_related("user")
             .filter(workspace=workspace, user_id=user_id)
@@ -250,12 +259,12 @@ class WorkspaceViewSet(ApiViewSet):
     @action(detail=True, methods=["get", "post"], filterset_class=InvitationFilter)
     def invitations(self, request, pk=None):
         if request.method == "GET":
-            workspace = self._workspace(pk, MANAGE)
+            workspace = self._workspace(pk, MANAGE, unlimited_to="manage invitations")
             queryset = self.filter_queryset(
                 account_selectors.invitation_list(workspace_id=workspace.pk)
             )
             return self.paginated(queryset, InvitationSerializer)
-        workspace = self._workspace(pk, MANAGE)
+        workspace = self._workspace(pk, MANAGE, unlimited_to="manage invitations")
         data = self.validated(InvitationCreateSerializer)
         projects = list(
             selectors.project_list(user=request.user).filter(
@@ -286,7 +295,7 @@ class WorkspaceViewSet(ApiViewSet):
         url_path=rf"invitations/(?P<invitation_id>{ID_PATTERN})",
     )
     def invitation_revoke(self, request, pk=None, invitation_id=None):
-        workspace = self._workspace(pk, MANAGE)
+        workspace = self._workspace(pk, MANAGE, unlimited_to="manage invitations")
         invitation = (
             account_selectors.invitation_list(workspace_id=workspace.pk)
             .filter(pk=invitation_id)

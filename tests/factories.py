@@ -69,8 +69,10 @@ class ProjectMemberFactory(factory.django.DjangoModelFactory):
     user = factory.SubFactory(UserFactory)
 
 
-def make_api_key(user, scopes, *, expires_at=None, revoked=False, name="test key") -> str:
-    """Create a key row directly and return its plaintext."""
+def make_api_key(
+    user, scopes, *, expires_at=None, revoked=False, name="test key", projects=None
+) -> str:
+    """Create a key row directly and return its plaintext (limited to ``projects``, ids)."""
     plaintext = keys.generate_key()
     ApiKey.objects.create(
         user=user,
@@ -78,6 +80,7 @@ def make_api_key(user, scopes, *, expires_at=None, revoked=False, name="test key
         prefix=keys.display_prefix(plaintext),
         key_hash=keys.hash_key(plaintext),
         scopes=list(scopes),
+        projects=None if projects is None else sorted(projects),
         expires_at=expires_at,
         revoked_at=timezone.now() if revoked else None,
     )

@@ -39,7 +39,12 @@ class ExportViewSet(ApiViewSet):
         )
 
     def _workspace(self, workspace_id):
-        return workspace_require(user=self.request.user, workspace_id=workspace_id, ability=MANAGE)
+        return workspace_require(
+            user=self.request.user,
+            workspace_id=workspace_id,
+            ability=MANAGE,
+            unlimited_to="export its workspace",
+        )
 
     def _export(self, workspace_id, export_id):
         workspace = self._workspace(workspace_id)

@@ -28,7 +28,7 @@ from .errors import CollabError
 COLUMNS = {
     "projects": ["id", "name", "visibility", "status", "workspace_id"],
     "issues": ["id", "number", "title", "status", "priority", "type", "assignee_id", "labels"],
-    "keys": ["id", "name", "prefix", "scopes", "expires_at", "revoked"],
+    "keys": ["id", "name", "prefix", "scopes", "projects", "expires_at", "revoked"],
     "workspaces": ["id", "name", "slug", "role"],
     "users": ["id", "email", "name", "role", "status"],
     "exports": ["id", "status", "created_at", "completed_at", "size", "expires_at", "error"],
@@ -108,7 +108,10 @@ def run(args: argparse.Namespace) -> None:
         with _client(args, jwt=True) as client:
             if command == ("keys", "create"):
                 key = client.api_keys.create(
-                    name=args.name, scopes=args.scope, expires_in=args.expires_in
+                    name=args.name,
+                    scopes=args.scope,
+                    expires_in=args.expires_in,
+                    projects=args.project if args.project else UNSET,
                 )
                 _show(key, args, "keys")
             elif command == ("keys", "list"):
@@ -255,6 +258,12 @@ def parser() -> argparse.ArgumentParser:
     create = keys.add_parser("create", parents=[common, sign_in])
     create.add_argument("--name", required=True)
     create.add_argument("--scope", action="append", required=True, help="repeat for several")
+    create.add_argument(
+        "--project",
+        action="append",
+        type=int,
+        help="limit the key to this project (an id); repeat for several",
+    )
     create.add_argument("--expires-in", default="90d", help="90d, 12h, 1y or never")
     keys.add_parser("list", parents=[common, sign_in])
     revoke = keys.add_parser("revoke", parents=[common, sign_in])

@@ -114,6 +114,7 @@ class ApiKey(Model):
     name: str | None = None
     prefix: str | None = None
     scopes: list[Scopes] | None = None
+    projects: list[int] | None = None
     expires_at: str | None = None
     last_used_at: str | None = None
     revoked: bool | None = None
@@ -127,6 +128,7 @@ class ApiKeyCreated(Model):
     name: str | None = None
     prefix: str | None = None
     scopes: list[Scopes] | None = None
+    projects: list[int] | None = None
     expires_at: str | None = None
     last_used_at: str | None = None
     revoked: bool | None = None

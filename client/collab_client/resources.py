@@ -112,13 +112,14 @@ class ApiKeys(Resource):
         name: str,
         scopes: Sequence[str],
         expires_in: str | None = UNSET,
+        projects: Sequence[int] | None = UNSET,
         idempotency_key: str | None = None,
     ) -> ApiKeyCreated:
         return self._one(
             ApiKeyCreated,
             "POST",
             "/v1/api-keys",
-            json={"name": name, "scopes": scopes, "expiresIn": expires_in},
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in, "projects": projects},
             idempotency_key=idempotency_key,
         )
 
@@ -139,13 +140,14 @@ class AsyncApiKeys(AsyncResource):
         name: str,
         scopes: Sequence[str],
         expires_in: str | None = UNSET,
+        projects: Sequence[int] | None = UNSET,
         idempotency_key: str | None = None,
     ) -> Awaitable[ApiKeyCreated]:
         return self._one(
             ApiKeyCreated,
             "POST",
             "/v1/api-keys",
-            json={"name": name, "scopes": scopes, "expiresIn": expires_in},
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in, "projects": projects},
             idempotency_key=idempotency_key,
         )
 

@@ -42,6 +42,11 @@ class IdempotentReplay(Exception):  # noqa: N818 - a control-flow signal, not an
 def _request_hash(request) -> str:
     digest = hashlib.sha256()
     digest.update(f"{request.method} {request.path}\n".encode())
+    projects = getattr(request.auth, "projects", None)
+    if projects is not None:
+        # A credential limited to projects is another request than the same from one that is
+        # not: no replay shows it an answer made for a wider view.
+        digest.update(f"projects {sorted(projects)}\n".encode())
     digest.update(request._request.body)
     return digest.hexdigest()
 

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "notifications",
     "analytics",
     "transfer",
+    "integrations",
     "demo",
     # After every migrate: foreign keys delete in the database too (collab.db.cascades).
     "collab.apps.CollabConfig",

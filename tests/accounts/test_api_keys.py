@@ -20,6 +20,7 @@ KEY_FIELDS = {
     "name",
     "prefix",
     "scopes",
+    "projects",
     "expires_at",
     "last_used_at",
     "revoked",
@@ -87,6 +88,7 @@ def test_create_answers_the_key_once(world):
     assert keys.is_well_formed(key)
     assert data["name"] == "Deploy bot"
     assert data["scopes"] == ["issues:write", "projects:read"]
+    assert data["projects"] is None  # not limited
     assert data["prefix"] == key[: len(data["prefix"])]
     assert data["last_used_at"] is None
     assert data["revoked"] is False and data["revoked_at"] is None

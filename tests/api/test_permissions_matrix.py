@@ -457,7 +457,8 @@ def test_matrix_covers_every_routed_endpoint():
     Other apps' routes (issues, git, webhooks) have their own matrices.
     """
     from accounts.urls import router as accounts_router
-    from accounts.views import ApiKeyViewSet, UserViewSet
+    from accounts.views import UserViewSet
+    from integrations.views import ApiKeyViewSet
     from projects.urls import router as projects_router
     from projects.views import ProjectViewSet, WorkspaceViewSet
 

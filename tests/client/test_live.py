@@ -22,6 +22,7 @@ from django.contrib.auth.hashers import make_password
 
 from collab.api.scopes import ALL_SCOPES
 from issues.models import Issue as IssueRow
+from tests.factories import PASSWORD as FACTORY_PASSWORD
 from tests.factories import make_api_key, make_issue
 from tests.liveserver import (
     asgi_server,
@@ -327,6 +328,24 @@ def test_the_command_line(world, server):
         timeout=60,
     )
     assert no_key.returncode != 0 and "COLLAB_API_KEY" in no_key.stderr
+    # A key limited to one project, made over a sign-in.
+    made_key = run(
+        "keys",
+        "create",
+        "--email",
+        world.owner.email,
+        "--password",
+        FACTORY_PASSWORD,
+        "--name",
+        "ci",
+        "--scope",
+        "issues:read",
+        "--project",
+        str(world.project.pk),
+        "--json",
+    )
+    assert made_key.returncode == 0, made_key.stderr
+    assert json.loads(made_key.stdout)["projects"] == [world.project.pk]
 
 
 def test_an_export_built_by_the_worker_downloads_through_client_and_cli(world, server, tmp_path):

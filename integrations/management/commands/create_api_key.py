@@ -1,11 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts import services
+from accounts.management.commands._common import command_error, split_list, user_by_email
 from accounts.models import ApiKey
 from collab.api.exceptions import ApiError
 from collab.api.scopes import ALL_SCOPES, invalid_scopes
-
-from ._common import command_error, split_list, user_by_email
+from integrations import services
 
 
 class Command(BaseCommand):
@@ -29,8 +28,13 @@ class Command(BaseCommand):
             help="A number and a unit s, m, h, d, w, y ('90d', '12h'), or 'never'. "
             "Default: 1y, as over the API.",
         )
+        parser.add_argument(
+            "--projects",
+            help="Comma-separated ids of the projects the key is limited to (projects the "
+            "user sees). Default: every project the user sees.",
+        )
 
-    def handle(self, *args, email, name, scopes, expires_in, **options):
+    def handle(self, *args, email, name, scopes, expires_in, projects, **options):
         user = user_by_email(email)
         name = name.strip()
         if not name:
@@ -43,18 +47,27 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Unknown scope(s): {', '.join(unknown)}. Known scopes: {', '.join(ALL_SCOPES)}."
             )
+        project_ids = None if projects is None else _ids(projects)
         try:
-            api_key, plaintext = services.api_key_create(
-                user=user, name=name, scopes=scope_list, expires_in=expires_in
+            api_key, plaintext = services.api_key_issue(
+                user=user,
+                name=name,
+                scopes=scope_list,
+                expires_in=expires_in,
+                projects=project_ids,
             )
         except ApiError as exc:
-            raise command_error(exc, {"expiresIn": "--expires-in"}) from None
+            raise command_error(
+                exc, {"expiresIn": "--expires-in", "projects": "--projects"}
+            ) from None
 
         if options["verbosity"] > 0:
             expires = api_key.expires_at.isoformat() if api_key.expires_at else "never"
             self.stdout.write(f"Created API key '{api_key.name}' for {user.email}")
             self.stdout.write(f"  prefix:  {api_key.prefix}")
             self.stdout.write(f"  scopes:  {', '.join(api_key.scopes)}")
+            if api_key.projects is not None:
+                self.stdout.write(f"  projects: {', '.join(map(str, api_key.projects))}")
             self.stdout.write(f"  expires: {expires}")
             if not user.is_active:
                 self.stderr.write(
@@ -63,3 +76,10 @@ class Command(BaseCommand):
                 )
             self.stdout.write("The key, shown only this once:")
         self.stdout.write(plaintext)
+
+
+def _ids(raw: str) -> list[int]:
+    values = split_list(raw)
+    if not values or not all(value.isdigit() and int(value) > 0 for value in values):
+        raise CommandError("--projects must be comma-separated project ids.")
+    return [int(value) for value in values]

@@ -1,0 +1,184 @@
+"""The operator's admin for API keys: minted through the service that checks what they may
+reach, the plaintext shown once."""
+
+from django import forms
+from django.contrib import admin, messages
+
+from accounts import services as account_services
+from accounts.models import ApiKey
+from collab.admin import adopt
+from collab.api.exceptions import ValidationFailed
+from collab.api.scopes import ALL_SCOPES
+
+from . import services
+
+# API keys ---------------------------------------------------------------------------------
+
+
+class ApiKeyAddForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(
+        choices=[(scope, scope) for scope in ALL_SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each :admin implies :write, which implies :read.",
+    )
+    projects = forms.CharField(
+        required=False,
+        help_text="Comma-separated ids of the projects the key is limited to (projects its "
+        "owner sees); blank for every project they see.",
+    )
+    expires_in = forms.CharField(
+        label="Expires in",
+        required=False,
+        initial="1y",
+        max_length=32,
+        help_text="A number and a unit s, m, h, d, w or y ('90d', '1y'); blank or 'never' "
+        "for no expiry.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ("user", "name")
+
+    def clean_expires_in(self):
+        value = self.cleaned_data["expires_in"].strip() or None
+        try:
+            account_services.parse_expires_in(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return value
+
+    def clean_projects(self):
+        raw = [part.strip() for part in self.cleaned_data["projects"].split(",") if part.strip()]
+        if not raw:
+            return None
+        if not all(part.isdigit() and int(part) > 0 for part in raw):
+            raise forms.ValidationError("Give project ids, separated by commas.")
+        return [int(part) for part in raw]
+
+    def clean(self):
+        cleaned = super().clean()
+        user, projects = cleaned.get("user"), cleaned.get("projects")
+        if user is not None and projects is not None:
+            try:
+                services.projects_seen(user=user, project_ids=projects)
+            except ValidationFailed as exc:
+                self.add_error("projects", exc.message)
+        return cleaned
+
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "revoked"
+    parameter_name = "revoked"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Revoked"), ("no", "Not revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(revoked_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(revoked_at__isnull=True)
+        return queryset
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are minted here through the service; the plaintext is shown once, after saving.
+
+    Only the name can change afterwards. The hash never appears anywhere.
+    """
+
+    list_display = (
+        "prefix",
+        "name",
+        "owner",
+        "scope_list",
+        "project_list",
+        "expires_at",
+        "last_used_at",
+        "revoked",
+    )
+    list_filter = (RevokedFilter,)
+    list_select_related = ("user",)
+    search_fields = ("prefix", "name", "user__email")
+    autocomplete_fields = ("user",)
+    exclude = ("key_hash",)
+    actions = ["revoke_keys"]
+
+    @admin.display(ordering="user__email")
+    def owner(self, obj):
+        return obj.user.email
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj):
+        return ", ".join(obj.scopes)
+
+    @admin.display(description="projects")
+    def project_list(self, obj):
+        return "every project" if obj.projects is None else ", ".join(map(str, obj.projects))
+
+    @admin.display(boolean=True, ordering="revoked_at")
+    def revoked(self, obj):
+        return obj.is_revoked
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = ApiKeyAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("user", "name", "scopes", "projects", "expires_in")
+        return (
+            "name",
+            "prefix",
+            "user",
+            "scope_list",
+            "project_list",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        )
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return (
+            "prefix",
+            "user",
+            "scope_list",
+            "project_list",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        )
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        api_key, plaintext = services.api_key_issue(
+            user=form.cleaned_data["user"],
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+            expires_in=form.cleaned_data["expires_in"],
+            projects=form.cleaned_data["projects"],
+        )
+        adopt(obj, api_key)
+        # The only time the key exists outside its owner's hands: the message lives in the
+        # signed messages cookie until the next page shows it, then it is gone.
+        self.message_user(
+            request,
+            f"Copy the new API key now, it will not be shown again: {plaintext}",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
+    def revoke_keys(self, request, queryset):
+        revoked = 0
+        for api_key in queryset.filter(revoked_at__isnull=True):
+            account_services.api_key_revoke(api_key=api_key)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)

@@ -1,0 +1,74 @@
+"""What the API says about API keys: the key as listed, as created (with the key itself,
+once), and what a new one is asked with."""
+
+from rest_framework import serializers
+
+from accounts.models import ApiKey
+from collab.api.fields import SingleLineCharField
+from collab.api.routers import MAX_ID
+from collab.api.scopes import ALL_SCOPES
+
+# The most projects one key is limited to.
+MAX_KEY_PROJECTS = 100
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    revoked = serializers.BooleanField(source="is_revoked", read_only=True)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]), read_only=True
+    )
+    projects = serializers.ListField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        allow_null=True,
+        help_text="The ids of the projects the key is limited to; null, every project its "
+        "owner sees.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "scopes",
+            "projects",
+            "expires_at",
+            "last_used_at",
+            "revoked",
+            "revoked_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    key = serializers.CharField(read_only=True, help_text="The key itself, shown only once.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = [*ApiKeySerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = SingleLineCharField(max_length=100)
+    # Not a ListField of choices: an unknown scope is reported on ``scopes`` itself
+    # (``details.scopes``), not on ``scopes.0``.
+    scopes = serializers.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
+    )
+    # camelCase to match the documented client library: docs/guide/authentication.md.
+    expiresIn = SingleLineCharField(  # noqa: N815
+        required=False, allow_null=True, default="1y", max_length=32
+    )
+    projects = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        allow_null=True,
+        allow_empty=False,
+        max_length=MAX_KEY_PROJECTS,
+        default=None,
+        help_text="Limit the key to these projects (ids of projects you see): everything "
+        "outside them is then 404, and the key cannot create projects or manage members. "
+        "Left out or null: every project you see.",
+    )
