@@ -7,6 +7,7 @@ their email; a taken one gets a number (``dana``, ``dana-2``, ...).
 
 import re
 import secrets
+from collections.abc import Iterator
 
 HANDLE_MAX_LENGTH = 39
 HANDLE_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,37}[a-z0-9])?$"
@@ -31,7 +32,7 @@ def handle_base(email: str) -> str:
     return base[: HANDLE_MAX_LENGTH - 8].strip("-_") or "user"
 
 
-def handle_candidates(email: str):
+def handle_candidates(email: str) -> Iterator[str]:
     """Handles to try for a new user, best first: the base, numbered ones, then random."""
     base = handle_base(email)
     yield base

@@ -41,6 +41,12 @@ class User(AbstractBaseUser, PermissionsMixin):
         INVITED = "invited"
         SUSPENDED = "suspended"
 
+    class Kind(models.TextChoices):
+        PERSON = "person"
+        # A workspace's identity for a program (integrations.ServiceAccount): no password,
+        # keys made for it by the workspace's owners and admins.
+        SERVICE = "service"
+
     email = models.EmailField(unique=True)
     # Unique and lowercase (accounts.handles); left empty, save() derives one from the email.
     handle = models.CharField(
@@ -52,6 +58,7 @@ class User(AbstractBaseUser, PermissionsMixin):
     name = models.CharField(max_length=150, blank=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.STANDARD)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PERSON)
     is_staff = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -17,6 +17,11 @@ class UserSerializer(serializers.Serializer):
     name = serializers.CharField(source="user.name")
     role = serializers.ChoiceField(choices=Role.choices)
     status = serializers.ChoiceField(source="user.status", choices=User.Status.choices)
+    kind = serializers.ChoiceField(
+        source="user.kind",
+        choices=User.Kind.choices,
+        help_text="`person`, or `service` for a service account.",
+    )
     workspace_id = serializers.IntegerField()
     created_at = serializers.DateTimeField(source="user.created_at")
 
@@ -24,7 +29,7 @@ class UserSerializer(serializers.Serializer):
 class MeSerializer(serializers.ModelSerializer):
     class Meta:
         model = User
-        fields = ["id", "email", "handle", "name", "status", "tier", "created_at"]
+        fields = ["id", "email", "handle", "name", "kind", "status", "tier", "created_at"]
         read_only_fields = fields
 
 

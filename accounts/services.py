@@ -315,6 +315,8 @@ def auth_credentials_check(
     email = (email or "").strip().lower()
     login_protection.login_check(email=email, address=client_address)
     user = authenticate(request, email=email, password=password)
+    if user is not None and user.kind == User.Kind.SERVICE:
+        user = None  # a service account signs in with its keys alone, whatever its password
     if user is None:
         login_protection.login_failure_record(email=email, address=client_address)
         raise Unauthorized("Invalid email or password.")

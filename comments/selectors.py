@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from accounts.models import User
@@ -42,12 +43,15 @@ def comment_revisions(*, comment: Comment) -> QuerySet[CommentRevision]:
 
 def mention_audience(*, project: Project, handles: list[str], author: User | None) -> list[User]:
     """The active users of these handles who may see the project, the author aside: whom a
-    body mentioning them notifies. Anyone else named is ignored, and nothing says so."""
+    body mentioning them notifies. Anyone else named is ignored, and nothing says so. Service
+    accounts are among them only where ``MENTION_SERVICE_ACCOUNTS`` is on."""
     if not handles:
         return []
     users = User.objects.filter(
         project_audience_q(project), handle__in=handles, status=User.Status.ACTIVE
     )
+    if not settings.MENTION_SERVICE_ACCOUNTS:
+        users = users.filter(kind=User.Kind.PERSON)
     if author is not None:
         users = users.exclude(pk=author.pk)
     return list(users.order_by("id"))

@@ -96,6 +96,12 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
         "an export asked with POST /v1/workspaces/:id/exports could not be built",
         '{"export"}',
     ),
+    "service_account.created": (
+        "POST /v1/workspaces/:id/service-accounts",
+        '{"service_account"}',
+    ),
+    "service_account.updated": ("PATCH /v1/service-accounts/:id", '{"service_account"}'),
+    "service_account.deleted": ("DELETE /v1/service-accounts/:id", '{"service_account"}'),
 }
 
 

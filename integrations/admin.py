@@ -11,6 +11,7 @@ from collab.api.exceptions import ValidationFailed
 from collab.api.scopes import ALL_SCOPES
 
 from . import services
+from .models import ServiceAccount
 
 # API keys ---------------------------------------------------------------------------------
 
@@ -182,3 +183,57 @@ class ApiKeyAdmin(admin.ModelAdmin):
             account_services.api_key_revoke(api_key=api_key)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)
+
+
+# Service accounts ---------------------------------------------------------------------------
+
+
+@admin.register(ServiceAccount)
+class ServiceAccountAdmin(admin.ModelAdmin):
+    """Service accounts are made over the API by their workspace's owners and admins; here
+    they are looked up and deleted (their keys revoked at once)."""
+
+    list_display = ("name", "handle", "workspace", "created_by", "created_at", "deleted_at")
+    list_filter = (("deleted_at", admin.EmptyFieldListFilter),)
+    list_select_related = ("user", "workspace", "created_by")
+    search_fields = ("user__name", "user__handle", "workspace__name")
+    fields = ("user", "workspace", "created_by", "created_at", "deleted_at", "keys")
+    readonly_fields = fields
+    actions = ["delete_accounts"]
+
+    @admin.display(ordering="user__name")
+    def name(self, obj):
+        return obj.user.name
+
+    @admin.display(ordering="user__handle")
+    def handle(self, obj):
+        return obj.user.handle
+
+    @admin.display(description="keys")
+    def keys(self, obj):
+        """Its keys, by prefix and name (each revoked on the API keys page, or all at once
+        by deleting the account)."""
+        rows = ApiKey.objects.filter(user_id=obj.pk).order_by("-id")
+        shown = [
+            f"{key.prefix}… {key.name}{' (revoked)' if key.is_revoked else ''}" for key in rows
+        ]
+        return "; ".join(shown) or "none"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # deleting one keeps its row: the action below
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Delete selected service accounts (revoke their keys)")
+    def delete_accounts(self, request, queryset):
+        deleted = 0
+        for account in queryset.filter(deleted_at__isnull=True).select_related("user"):
+            services.service_account_delete(account=account, actor=request.user)
+            deleted += 1
+        self.message_user(request, f"Deleted {deleted} service account(s).", messages.SUCCESS)

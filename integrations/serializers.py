@@ -1,15 +1,19 @@
-"""What the API says about API keys: the key as listed, as created (with the key itself,
-once), and what a new one is asked with."""
+"""What the API says about API keys (the key as listed, as created with the key itself once,
+and what a new one is asked with) and service accounts."""
 
 from rest_framework import serializers
 
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Role, User
 from collab.api.fields import SingleLineCharField
 from collab.api.routers import MAX_ID
 from collab.api.scopes import ALL_SCOPES
 
-# The most projects one key is limited to.
+# The most projects one key is limited to, or one service account's teams.
 MAX_KEY_PROJECTS = 100
+# A service account's role in its workspace: any but the owner's.
+SERVICE_ROLE_CHOICES = [
+    (role.value, role.value) for role in (Role.ADMIN, Role.DEVELOPER, Role.VIEWER)
+]
 
 
 class ApiKeySerializer(serializers.ModelSerializer):
@@ -71,4 +75,41 @@ class ApiKeyCreateSerializer(serializers.Serializer):
         help_text="Limit the key to these projects (ids of projects you see): everything "
         "outside them is then 404, and the key cannot create projects or manage members. "
         "Left out or null: every project you see.",
+    )
+
+
+class ServiceAccountSerializer(serializers.Serializer):
+    """A service account, as its workspace's owners and admins see it.
+
+    Its ``role`` and ``projects`` are read for it (``service_accounts_described``)."""
+
+    id = serializers.IntegerField(source="user_id")
+    kind = serializers.CharField(source="user.kind", help_text="Always `service`.")
+    name = serializers.CharField(source="user.name")
+    handle = serializers.CharField(source="user.handle")
+    workspace_id = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=SERVICE_ROLE_CHOICES)
+    projects = serializers.ListField(
+        source="project_ids",
+        child=serializers.IntegerField(),
+        help_text="The projects whose teams it is on (what it sees of private projects).",
+    )
+    tier = serializers.ChoiceField(source="user.tier", choices=User.Tier.choices)
+    created_by = serializers.IntegerField(source="created_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ServiceAccountInputSerializer(serializers.Serializer):
+    name = SingleLineCharField(max_length=150)
+    role = serializers.ChoiceField(choices=SERVICE_ROLE_CHOICES, default=Role.DEVELOPER)
+    projects = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        default=list,
+        max_length=MAX_KEY_PROJECTS,
+        help_text="Ids of the workspace's projects whose teams it joins.",
+    )
+    tier = serializers.ChoiceField(
+        choices=User.Tier.choices,
+        default=User.Tier.STANDARD,
+        help_text="Its rate limit's tier: at most yours.",
     )

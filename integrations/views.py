@@ -1,15 +1,24 @@
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
 
 from accounts import selectors as account_selectors
 from accounts import services as account_services
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Workspace
 from accounts.views import signed_in
-from collab.api.permissions import JwtOnly
+from collab.api.permissions import MANAGE, JwtOnly
+from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ApiViewSet
 
-from . import services
-from .serializers import ApiKeyCreatedSerializer, ApiKeyCreateSerializer, ApiKeySerializer
+from . import selectors, services
+from .models import ServiceAccount
+from .serializers import (
+    ApiKeyCreatedSerializer,
+    ApiKeyCreateSerializer,
+    ApiKeySerializer,
+    ServiceAccountInputSerializer,
+    ServiceAccountSerializer,
+)
 
 
 class ApiKeyViewSet(ApiViewSet):
@@ -48,3 +57,127 @@ class ApiKeyViewSet(ApiViewSet):
         if api_key is None:
             raise Http404
         return api_key
+
+
+# Service accounts ---------------------------------------------------------------------------
+
+
+class _ServiceAccountAccess(ApiViewSet):
+    """What every service-account route shares: the workspace's owners and admins manage
+    them, with ``users:read`` to read and ``users:write`` to change; a credential limited to
+    projects does not."""
+
+    scope_group = "users"
+
+    def _workspace_manage(self, workspace_id) -> Workspace:
+        return account_selectors.workspace_require(
+            user=signed_in(self.request),
+            workspace_id=workspace_id,
+            ability=MANAGE,
+            unlimited_to="manage service accounts",
+        )
+
+    def _account(self, pk) -> ServiceAccount:
+        account = selectors.service_account_get(user=signed_in(self.request), account_id=pk)
+        if account is None:
+            raise Http404
+        self._workspace_manage(account.workspace_id)
+        return account
+
+    def _record(self, account: ServiceAccount) -> dict:
+        [described] = selectors.service_accounts_described([account])
+        return ServiceAccountSerializer(described).data
+
+
+class WorkspaceServiceAccountViewSet(_ServiceAccountAccess):
+    """``/v1/workspaces/:workspace_id/service-accounts``: list and create."""
+
+    queryset = ServiceAccount.objects.none()  # for the schema; reads go through the selectors
+
+    @extend_schema(responses={200: ServiceAccountSerializer(many=True)}, filters=False)
+    def list(self, request, workspace_id=None):
+        workspace = self._workspace_manage(workspace_id)
+        page = self.paginate_queryset(selectors.service_account_list(workspace_id=workspace.pk))
+        described = selectors.service_accounts_described(list(page or []))
+        return self.get_paginated_response(ServiceAccountSerializer(described, many=True).data)
+
+    @extend_schema(request=ServiceAccountInputSerializer, responses={201: ServiceAccountSerializer})
+    def create(self, request, workspace_id=None):
+        workspace = self._workspace_manage(workspace_id)
+        data = self.validated(ServiceAccountInputSerializer)
+        account = services.service_account_create(
+            workspace=workspace, actor=signed_in(request), **data
+        )
+        return self.created(self._record(account), f"/v1/service-accounts/{account.pk}")
+
+
+class ServiceAccountViewSet(_ServiceAccountAccess):
+    """``/v1/service-accounts/:id``, and its keys."""
+
+    # No queryset: its model's key is its user's, and the schema would name the path's id
+    # {user}; reads go through the selectors.
+    action_scopes = {"destroy": "users:write", "keys": "users:read", "key_revoke": "users:write"}
+
+    def required_scope(self):
+        if self.action == "keys" and self.request.method == "POST":
+            return "users:write"
+        return super().required_scope()
+
+    def get_permissions(self):
+        if self.action in {"keys", "key_revoke"}:  # keys cannot mint keys
+            return [*super().get_permissions(), JwtOnly()]
+        return super().get_permissions()
+
+    @extend_schema(responses={200: ServiceAccountSerializer})
+    def retrieve(self, request, pk=None):
+        return self.ok(self._record(self._account(pk)))
+
+    @extend_schema(
+        request=ServiceAccountInputSerializer(partial=True),
+        responses={200: ServiceAccountSerializer},
+    )
+    def partial_update(self, request, pk=None):
+        account = self._account(pk)
+        data = self.validated(ServiceAccountInputSerializer, partial=True)
+        account = services.service_account_update(account=account, actor=signed_in(request), **data)
+        return self.ok(self._record(account))
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        services.service_account_delete(account=self._account(pk), actor=signed_in(request))
+        return self.deleted()
+
+    @extend_schema(methods=["GET"], responses={200: ApiKeySerializer(many=True)}, filters=False)
+    @extend_schema(
+        methods=["POST"],
+        request=ApiKeyCreateSerializer,
+        responses={201: ApiKeyCreatedSerializer},
+    )
+    @action(detail=True, methods=["get", "post"], filter_backends=[])
+    def keys(self, request, pk=None):
+        account = self._account(pk)
+        if request.method == "GET":
+            return self.paginated(selectors.service_account_keys(account=account), ApiKeySerializer)
+        data = self.validated(ApiKeyCreateSerializer)
+        api_key, plaintext = services.service_account_key_issue(
+            account=account,
+            name=data["name"],
+            scopes=data["scopes"],
+            expires_in=data.get("expiresIn"),
+            projects=data.get("projects"),
+        )
+        api_key.key = plaintext
+        return self.created(
+            ApiKeyCreatedSerializer(api_key).data,
+            f"/v1/service-accounts/{account.pk}/keys/{api_key.pk}",
+        )
+
+    @extend_schema(responses={200: None})
+    @action(detail=True, methods=["delete"], url_path=rf"keys/(?P<key_id>{ID_PATTERN})")
+    def key_revoke(self, request, pk=None, key_id=None):
+        account = self._account(pk)
+        api_key = selectors.service_account_keys(account=account).filter(pk=key_id).first()
+        if api_key is None:
+            raise Http404
+        account_services.api_key_revoke(api_key=api_key)
+        return self.deleted()

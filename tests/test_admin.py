@@ -541,7 +541,7 @@ def test_the_sweep_finds_the_admin_forms_with_one_line_fields():
     assert found[(User, "add")] == ["email", "name"]
     assert {"handle", "name"} <= set(found[(User, "change")])
     assert found[(Workspace, "add")] == ["name", "owner_email"]
-    assert found[(ApiKey, "add")] == ["name", "expires_in"]
+    assert found[(ApiKey, "add")] == ["name", "projects", "expires_in"]
     assert (Group, "add") in found  # Django's own admins too
     for model in (Project, Issue, Label, Repository, PullRequest):
         assert any(found_model is model for found_model, _view in found), model

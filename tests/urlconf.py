@@ -15,3 +15,20 @@ def named_routes(patterns=None, prefix: str = "") -> Iterator[tuple[URLPattern, 
             yield from named_routes(pattern.url_patterns, prefix + str(pattern.pattern))
         elif isinstance(pattern, URLPattern) and pattern.name:
             yield pattern, prefix + str(pattern.pattern)
+
+
+# Routes only a JWT may use: keys are made, listed and revoked with a sign-in, never with a key
+# (a leaked key cannot mint its successor).
+_JWT_ONLY_PREFIXES = ("api-key", "service-account-key")
+
+
+def needs_jwt(name: str) -> bool:
+    """Whether the route of this name takes a JWT alone (an API key gets a 403)."""
+    return name.startswith(_JWT_ONLY_PREFIXES)
+
+
+def path_needs_jwt(path: str) -> bool:
+    """``needs_jwt`` for a path of the schema (``/v1/service-accounts/{id}/keys``)."""
+    return path.startswith("/v1/api-keys") or (
+        path.startswith("/v1/service-accounts/") and "/keys" in path
+    )

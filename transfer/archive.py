@@ -27,7 +27,9 @@ import orjson
 FORMAT = "collab-workspace"
 # 2: webhooks carry workspace_id, and a workspace's own webhook has no project_id. An archive
 # of format 1 still imports (its webhooks are its workspace's: transfer.kinds).
-FORMAT_VERSION = 2
+# 3: service_accounts.jsonl (a reader of 2 would import their users and drop what makes them
+# service accounts: it refuses the archive instead). An archive of 1 or 2 has none.
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 # Members other than the manifest: flat names only, never a path that leaves the folder.
 _RECORDS_NAME = re.compile(r"[a-z_]{1,64}\.jsonl")

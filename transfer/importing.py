@@ -50,6 +50,7 @@ from comments.markdown import sanitize
 from gitintegration import git
 from gitintegration.models import Repository
 from gitintegration.services import repository_sync_request
+from integrations.services import service_user_create
 from issues import facets
 from issues.models import IssueSequence
 from issues.services import issue_counts_rebuild
@@ -82,7 +83,7 @@ def workspace_import(
     with tempfile.TemporaryDirectory(prefix="collab-import-") as folder:
         reader = ArchiveReader(path, folder=Path(folder))
         manifest = reader.open()
-        importer = _Importer(reader, progress=progress)
+        importer = _Importer(reader, progress=progress, version=manifest["format_version"])
         try:
             with transaction.atomic():
                 workspace = importer.run(name=name)
@@ -123,8 +124,9 @@ def _sqlite_datetime(value: Any) -> str:
 
 
 class _Importer:
-    def __init__(self, reader: ArchiveReader, *, progress: Progress | None):
+    def __init__(self, reader: ArchiveReader, *, progress: Progress | None, version: int):
         self.reader = reader
+        self.version = version  # the archive's format version
         self.progress = progress
         self.maps: dict[str, dict[int, int]] = {}
         self.written = 0
@@ -141,7 +143,8 @@ class _Importer:
         self._users()
         workspace = self._workspace(name)
         for kind in KINDS[2:]:
-            if kind.events and not self.reader.has(kind.member):
+            older = self.version < kind.since  # made before the format held this member
+            if (kind.events or older) and not self.reader.has(kind.member):
                 continue
             if not self.reader.has(kind.member):
                 raise ArchiveError("the archive lacks this member", member=kind.member)
@@ -168,6 +171,11 @@ class _Importer:
         mapping: dict[int, int] = {}
         for line, record in rows:
             old, email = self._old_id(kind, line, record), emails[line]
+            if record.get("kind") == User.Kind.SERVICE:
+                # A service account is its workspace's own: the copy gets one of its own,
+                # whoever else holds the one it was copied from.
+                mapping[old] = self._service_user_create(kind, line, record).pk
+                continue
             if email in existing:
                 mapping[old] = existing[email]
                 continue
@@ -201,6 +209,17 @@ class _Importer:
         if user.status == User.Status.INVITED and not password:
             self.invited.add(user.pk)
         return user
+
+    def _service_user_create(self, kind: Kind, line: int, record: dict[str, Any]) -> User:
+        handle, tier, password = record.get("handle"), record.get("tier"), record.get("password")
+        return service_user_create(
+            name=str(record.get("name") or "")[:150] or "Service account",
+            tier=tier if tier in User.Tier.values else User.Tier.STANDARD,
+            handle=handle if isinstance(handle, str) and _HANDLE.fullmatch(handle) else "",
+            email=User.objects.normalize_email(str(record.get("email") or "")).lower(),
+            password=password if isinstance(password, str) else "",
+            created_at=self._datetime(kind, line, record.get("created_at")),
+        )
 
     def _workspace(self, name: str | None) -> Workspace:
         kind = KINDS[1]

@@ -28,6 +28,7 @@ from gitintegration.models import (
     Repository,
     Review,
 )
+from integrations.models import ServiceAccount
 from issues.models import Issue, IssueHistory, IssueSequence, Label
 from notifications.models import Webhook
 from projects.models import Project, ProjectMember
@@ -54,6 +55,8 @@ class Kind:
     # References to the workspace added after format 1: an older archive's records lack them,
     # and name the archive's workspace.
     workspace_added: tuple[str, ...] = ()
+    # The format version whose archives first hold this member: an older one has none.
+    since: int = 1
 
     @property
     def member(self) -> str:
@@ -103,6 +106,13 @@ KINDS: tuple[Kind, ...] = (
         Membership,
         scope="workspace_id",
         refs={"workspace_id": "workspace", "user_id": USERS},
+    ),
+    Kind(
+        "service_accounts",
+        ServiceAccount,
+        scope="workspace_id",
+        refs={"user_id": USERS, "workspace_id": "workspace", "created_by_id": USERS},
+        since=3,
     ),
     Kind(
         "projects",

@@ -70,6 +70,7 @@ class Collab(BaseClient):
         self.invitations = resources.Invitations(self)
         self.exports = resources.Exports(self)
         self.api_keys = resources.ApiKeys(self)
+        self.service_accounts = resources.ServiceAccounts(self)
         self.rate_limit = resources.RateLimitResource(self)
         self.auth = resources.Auth(self)
 
@@ -251,6 +252,7 @@ class AsyncCollab(BaseClient):
         self.invitations = resources.AsyncInvitations(self)
         self.exports = resources.AsyncExports(self)
         self.api_keys = resources.AsyncApiKeys(self)
+        self.service_accounts = resources.AsyncServiceAccounts(self)
         self.rate_limit = resources.AsyncRateLimitResource(self)
         self.auth = resources.AsyncAuth(self)
 

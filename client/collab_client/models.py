@@ -66,11 +66,14 @@ __all__ = [
     "Scopes",
     "SearchHit",
     "SearchHitType",
+    "ServiceAccount",
+    "ServiceAccountRole",
     "SyncStatus",
     "Tier",
     "TokenPair",
     "Type",
     "User",
+    "UserKind",
     "UserStatus",
     "Visibility",
     "Webhook",
@@ -101,9 +104,11 @@ Scopes = Literal[
     "users:write",
 ]
 SearchHitType = Literal["issue", "pull_request", "comment"]
+ServiceAccountRole = Literal["admin", "developer", "viewer"]
 SyncStatus = Literal["pending", "syncing", "synced", "failed"]
 Tier = Literal["standard", "premium", "enterprise"]
 Type = Literal["bug", "feature", "task", "improvement"]
+UserKind = Literal["person", "service"]
 UserStatus = Literal["active", "invited", "suspended"]
 Visibility = Literal["private", "internal", "public"]
 
@@ -438,6 +443,7 @@ class Me(Model):
     email: str | None = None
     handle: str | None = None
     name: str | None = None
+    kind: UserKind | None = None
     status: UserStatus | None = None
     tier: Tier | None = None
     created_at: str | None = None
@@ -601,6 +607,22 @@ class SearchHit(Model):
 
 
 @dataclass(kw_only=True)
+class ServiceAccount(Model):
+    """A service account, as its workspace's owners and admins see it."""
+
+    id: int | None = None
+    kind: str | None = None
+    name: str | None = None
+    handle: str | None = None
+    workspace_id: int | None = None
+    role: ServiceAccountRole | None = None
+    projects: list[int] | None = None
+    tier: Tier | None = None
+    created_by: int | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
 class TokenPair(Model):
     access_token: str | None = None
     refresh_token: str | None = None
@@ -618,6 +640,7 @@ class User(Model):
     name: str | None = None
     role: Role | None = None
     status: UserStatus | None = None
+    kind: UserKind | None = None
     workspace_id: int | None = None
     created_at: str | None = None
 

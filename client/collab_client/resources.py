@@ -51,6 +51,7 @@ from .models import (
     RepositoryCreated,
     Review,
     SearchHit,
+    ServiceAccount,
     TokenPair,
     User,
     Webhook,
@@ -79,6 +80,7 @@ __all__ = [
     "AsyncReports",
     "AsyncRepositories",
     "AsyncSearch",
+    "AsyncServiceAccounts",
     "AsyncUsers",
     "AsyncWebhooks",
     "AsyncWorkspaces",
@@ -99,6 +101,7 @@ __all__ = [
     "Reports",
     "Repositories",
     "Search",
+    "ServiceAccounts",
     "Users",
     "Webhooks",
     "Workspaces",
@@ -1840,6 +1843,158 @@ class AsyncSearch(AsyncResource):
             sort=sort,
             type=type,
             workspace_id=workspace_id,
+        )
+
+
+class ServiceAccounts(Resource):
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        name: str,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        tier: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> ServiceAccount:
+        return self._one(
+            ServiceAccount,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/service-accounts",
+            json={"name": name, "role": role, "projects": projects, "tier": tier},
+            idempotency_key=idempotency_key,
+        )
+
+    def create_key(
+        self,
+        account_id: int,
+        *,
+        name: str,
+        scopes: Sequence[str],
+        expires_in: str | None = UNSET,
+        projects: Sequence[int] | None = UNSET,
+        idempotency_key: str | None = None,
+    ) -> ApiKeyCreated:
+        return self._one(
+            ApiKeyCreated,
+            "POST",
+            f"/v1/service-accounts/{account_id}/keys",
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in, "projects": projects},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, account_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/service-accounts/{account_id}", if_match=if_match)
+
+    def get(self, account_id: int) -> ServiceAccount:
+        return self._one(ServiceAccount, "GET", f"/v1/service-accounts/{account_id}")
+
+    def keys(self, account_id: int, *, per_page: int | None = None) -> Pager[ApiKey]:
+        return self._page(ApiKey, f"/v1/service-accounts/{account_id}/keys", per_page=per_page)
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> Pager[ServiceAccount]:
+        return self._page(
+            ServiceAccount, f"/v1/workspaces/{workspace_id}/service-accounts", per_page=per_page
+        )
+
+    def revoke_key(self, account_id: int, key_id: int, *, if_match: str | None = None) -> None:
+        return self._none(
+            "DELETE", f"/v1/service-accounts/{account_id}/keys/{key_id}", if_match=if_match
+        )
+
+    def update(
+        self,
+        account_id: int,
+        *,
+        name: str = UNSET,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        tier: str = UNSET,
+        if_match: str | None = None,
+    ) -> ServiceAccount:
+        return self._one(
+            ServiceAccount,
+            "PATCH",
+            f"/v1/service-accounts/{account_id}",
+            json={"name": name, "role": role, "projects": projects, "tier": tier},
+            if_match=if_match,
+        )
+
+
+class AsyncServiceAccounts(AsyncResource):
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        name: str,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        tier: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[ServiceAccount]:
+        return self._one(
+            ServiceAccount,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/service-accounts",
+            json={"name": name, "role": role, "projects": projects, "tier": tier},
+            idempotency_key=idempotency_key,
+        )
+
+    def create_key(
+        self,
+        account_id: int,
+        *,
+        name: str,
+        scopes: Sequence[str],
+        expires_in: str | None = UNSET,
+        projects: Sequence[int] | None = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[ApiKeyCreated]:
+        return self._one(
+            ApiKeyCreated,
+            "POST",
+            f"/v1/service-accounts/{account_id}/keys",
+            json={"name": name, "scopes": scopes, "expiresIn": expires_in, "projects": projects},
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, account_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/service-accounts/{account_id}", if_match=if_match)
+
+    def get(self, account_id: int) -> Awaitable[ServiceAccount]:
+        return self._one(ServiceAccount, "GET", f"/v1/service-accounts/{account_id}")
+
+    def keys(self, account_id: int, *, per_page: int | None = None) -> AsyncPager[ApiKey]:
+        return self._page(ApiKey, f"/v1/service-accounts/{account_id}/keys", per_page=per_page)
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> AsyncPager[ServiceAccount]:
+        return self._page(
+            ServiceAccount, f"/v1/workspaces/{workspace_id}/service-accounts", per_page=per_page
+        )
+
+    def revoke_key(
+        self, account_id: int, key_id: int, *, if_match: str | None = None
+    ) -> Awaitable[None]:
+        return self._none(
+            "DELETE", f"/v1/service-accounts/{account_id}/keys/{key_id}", if_match=if_match
+        )
+
+    def update(
+        self,
+        account_id: int,
+        *,
+        name: str = UNSET,
+        role: str = UNSET,
+        projects: Sequence[int] = UNSET,
+        tier: str = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[ServiceAccount]:
+        return self._one(
+            ServiceAccount,
+            "PATCH",
+            f"/v1/service-accounts/{account_id}",
+            json={"name": name, "role": role, "projects": projects, "tier": tier},
+            if_match=if_match,
         )
 
 

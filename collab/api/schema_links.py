@@ -8,8 +8,9 @@ API key's secret, a repository's push URL, once), a list with less (a delivery's
 
 - A POST answering a resource (a create, and an action that answers what it made or
   touched: a ping's delivery, a sync's repository) links to every operation of its item
-  path, and to every operation under it that needs no other parameter: the issues and
-  members of a project, the comments of an issue, the merge of a pull request.
+  path (the one right under its own collection where there is one, else every item path of
+  its resource), and to every operation under it that needs no other parameter: the issues
+  and members of a project, the comments of an issue, the merge of a pull request.
 - A list (a GET answering ``data: [...]``) links to the get of its items.
 
 The new resource's identifier is taken from the answer (``$response.body#/data/id``, the
@@ -120,15 +121,18 @@ class Paths:
                     names.append(name)
 
     def items_of(self, source: Operation, component: str) -> list[str]:
-        """The item paths of ``component``'s resource, and the item path right under
-        ``source``'s collection (the member a project's POST members adds)."""
-        found = []
+        """The item path right under ``source``'s collection where there is one (the member
+        a project's POST members adds, the key a service account's POST keys makes: that
+        item, not every other of its kind); else the item paths of ``component``'s
+        resource."""
+        under, alike = [], []
         for path, names in self.items.items():
             item = Operation(path, "", {})
-            under_source = item.shape[:-1] == source.shape
-            if under_source or any(self.components.same_resource(component, n) for n in names):
-                found.append(path)
-        return found
+            if item.shape[:-1] == source.shape:
+                under.append(path)
+            elif any(self.components.same_resource(component, n) for n in names):
+                alike.append(path)
+        return under or alike
 
     def at_or_under(self, item_path: str) -> list[Operation]:
         """The operations at the item path and under it that need no other parameter."""

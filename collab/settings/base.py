@@ -327,6 +327,9 @@ SPECTACULAR_SETTINGS = {
         "ReviewStateEnum": "gitintegration.models.Review.State",
         "SearchHitTypeEnum": "search.models.HitType",
         "TypeEnum": "issues.models.IssueType",
+        "RoleEnum": "accounts.models.Role",
+        "ServiceAccountRoleEnum": "integrations.serializers.SERVICE_ROLE_CHOICES",
+        "UserKindEnum": "accounts.models.User.Kind",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -548,6 +551,9 @@ RATE_LIMIT_PUSH = env.int("RATE_LIMIT_PUSH", default=600)
 # Mention emails not sent this long after the comment are queued again, every
 # MENTIONS_SWEEP_SECONDS (comments.services.mentions_sweep).
 MENTIONS_SWEEP_SECONDS = env.float("MENTIONS_SWEEP_SECONDS", default=60.0)
+# Whether an @mention of a service account's handle notifies it (comments.selectors): off, a
+# program's handle in a comment is text.
+MENTION_SERVICE_ACCOUNTS = env.bool("MENTION_SERVICE_ACCOUNTS", default=False)
 MENTIONS_SWEEP_GRACE_SECONDS = env.float("MENTIONS_SWEEP_GRACE_SECONDS", default=300.0)
 # The same for invitation emails; the grace outlasts the send's own retries (at most 16 minutes).
 INVITATION_EMAIL_SWEEP_SECONDS = env.float("INVITATION_EMAIL_SWEEP_SECONDS", default=300.0)

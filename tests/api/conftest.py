@@ -10,6 +10,7 @@ from django.test import override_settings
 from accounts.services import invitation_create
 from comments.services import comment_create
 from events.services import event_record
+from integrations.services import service_account_create, service_account_key_issue
 from notifications.models import Delivery
 from tests.conftest import exports_settings
 from tests.factories import (
@@ -94,6 +95,12 @@ def swept_build(world) -> dict[str, int]:
         make_api_key(world.owner, ["users:read"], name="listed")
         key_id = world.owner.api_keys.get().pk
     export = completed_export(world.acme, world.owner)
+    robot = service_account_create(
+        workspace=world.acme, actor=world.owner, name="Swept bot", projects=[world.project.pk]
+    )
+    robot_key, _plaintext = service_account_key_issue(
+        account=robot, name="swept", scopes=["issues:read"]
+    )
     ids = {
         "export": export.pk,
         "project": world.project.pk,
@@ -109,5 +116,7 @@ def swept_build(world) -> dict[str, int]:
         "invitation": invitation.pk,
         "user": world.developer.pk,
         "api-key": key_id,
+        "service-account": robot.pk,
+        "service-account-key": robot_key.pk,
     }
     return ids

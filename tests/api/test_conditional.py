@@ -17,6 +17,7 @@ from tests.accounts.test_api_keys import jwt_client
 from tests.api.test_methods import ENDLESS, ROUTES, _changed, _fingerprint, _path
 from tests.conftest import assert_error, assert_ok, client_for
 from tests.factories import make_issue
+from tests.urlconf import needs_jwt
 
 WRITES = ("PUT", "PATCH", "DELETE")
 # What each write is sent: a change every route accepts or refuses on its own terms.
@@ -30,7 +31,7 @@ BY_THE_CLOCK = {"project-dashboard", "project-metrics", "workspace-dashboard", "
 
 def owner_client(world, name: str):
     """The owner, by JWT where only a JWT will do (API keys are managed with one)."""
-    return jwt_client(world.owner) if name.startswith("api-key") else client_for(world.owner)
+    return jwt_client(world.owner) if needs_jwt(name) else client_for(world.owner)
 
 
 def _allowed(client, path: str) -> set[str]:

@@ -17,6 +17,8 @@ from comments.models import Comment
 from events.services import event_record
 from gitintegration import services as git_services
 from gitintegration.models import Branch
+from integrations.models import ServiceAccount
+from integrations.services import service_account_create, service_account_key_issue
 from issues import services as issue_services
 from issues.models import Issue
 from notifications.models import Delivery
@@ -73,6 +75,10 @@ def crowd_build(world, known: dict, origin: Origin) -> dict:
         MembershipFactory(workspace=WorkspaceFactory(name=f"Extra {n}"), user=world.owner)
     for n in range(3):
         make_api_key(world.owner, ["projects:read"], name=f"crowd {n}")
+    robot = ServiceAccount.objects.get(pk=known["service-account"])
+    for n in range(3):
+        service_account_create(workspace=world.acme, actor=world.owner, name=f"Crowd bot {n}")
+        service_account_key_issue(account=robot, name=f"crowd {n}", scopes=["issues:read"])
     for n in range(3):
         invitation_create(
             workspace=world.acme,
@@ -156,6 +162,8 @@ LISTS = {
     "workspaces_exports_list": ("/v1/workspaces/{workspace}/exports", False),
     "workspaces_webhooks_list": ("/v1/workspaces/{workspace}/webhooks", False),
     "search_list": ("/v1/search?q=crowd", False),
+    "workspaces_service_accounts_list": ("/v1/workspaces/{workspace}/service-accounts", False),
+    "service_accounts_keys_list": ("/v1/service-accounts/{service-account}/keys", True),
 }
 # Variants of the lists above whose rows come another way: git's order of a branch.
 VARIANTS = {

@@ -13,6 +13,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from tests.conftest import client_for
 from tests.openapi import inlined
+from tests.urlconf import needs_jwt, path_needs_jwt
 
 HOSTILE_VALUES = (
     "\x00",
@@ -101,6 +102,7 @@ def _concrete(path: str, ids: dict) -> str:
         "workspaces": ids["workspace"],
         "users": ids["user"],
         "api-keys": ids["api-key"],
+        "service-accounts": ids["service-account"],
     }
     values = {
         "id": own.get(resource),
@@ -113,6 +115,7 @@ def _concrete(path: str, ids: dict) -> str:
         "invitation_id": ids["invitation"],
         "user_id": ids["user"],
         "export_id": ids["export"],
+        "key_id": ids["service-account-key"],
     }
     return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), path)
 
@@ -201,7 +204,7 @@ def test_ids_past_64_bits_are_404s_on_every_route(swept, method):
                 response = client.generic(method, path, "{}", content_type="application/json")
                 where = f"{method} {path}"
                 # Keys are managed with a JWT only: an API key is refused before any lookup.
-                expected = {404, 405} | ({403} if name.startswith("api-key") else set())
+                expected = {404, 405} | ({403} if needs_jwt(name) else set())
                 assert response.status_code in expected, (where, response.content[:200])
                 assert response.json()["success"] is False, where
 
@@ -234,6 +237,7 @@ VALID_BODIES = {
     "WebhookUpdateRequest": {},
     "PullRequestUpdateRequest": {},
     "ExportCreateRequest": {"include_events": False},
+    "ServiceAccountInputRequest": {"name": "Bot"},
 }
 HOSTILE_FIELD_VALUES = (
     "\x00",
@@ -291,7 +295,7 @@ def test_hostile_body_values_never_fail_the_server(swept, method, path, name, fi
 
     world, ids = swept
     client = client_for(world.owner)
-    if path == "/v1/api-keys":
+    if path_needs_jwt(path):
         token = RefreshToken.for_user(world.owner).access_token
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     concrete = _concrete(path, ids)

@@ -82,6 +82,7 @@ def test_the_sweep_covers_the_api():
 def _path(name: str, regex: str, ids: dict) -> str:
     """A concrete path for a route: each identifier is the swept world's own record."""
     resource = {
+        "service-account": "service-account",
         "api-key": "api-key",
         "user": "user",
         "workspace": "workspace",
@@ -105,6 +106,7 @@ def _path(name: str, regex: str, ids: dict) -> str:
         "invitation_id": ids["invitation"],
         "user_id": ids["user"],
         "export_id": ids["export"],
+        "key_id": ids["service-account-key"],
     }
     path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: str(values[m.group(1)]), regex)
     return "/" + path.replace("^", "").replace("$", "") + REQUIRED_QUERY.get(name, "")

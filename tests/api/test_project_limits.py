@@ -1,14 +1,15 @@
-"""API keys limited to projects (``projects`` on a key): everything outside those projects is
-404, as another workspace's data is, on every route and every method; what no limited key
-may do at all (create projects or workspaces, manage members and invitations, the
-workspace's own webhooks and exports) is 403; and what lists, searches, counts and streams
-show holds nothing of another project."""
+"""API keys limited to projects (``projects`` on a key, a person's or a service account's):
+everything outside those projects is 404, as another workspace's data is, on every route and
+every method; what no limited key may do at all (create projects or workspaces, manage
+members, invitations and service accounts, the workspace's own webhooks and exports) is 403;
+and what lists, searches, counts and streams show holds nothing of another project."""
 
 import pytest
 from django.core.management import call_command
 
 from accounts.models import ApiKey
 from events.services import event_record
+from integrations.services import service_account_create
 from notifications import stream
 from tests.api.test_methods import (
     ENDLESS,
@@ -27,6 +28,7 @@ from tests.factories import (
     WorkspaceFactory,
     make_issue,
 )
+from tests.urlconf import needs_jwt
 
 # Routes whose path names a record of a project (the swept world's project): outside the
 # key's projects, every method is a 404 (or a 405 for a method the route does not have).
@@ -54,6 +56,11 @@ REFUSED = {
     ("workspace-export-download", "GET"),
     ("workspace-list", "POST"),
     ("project-list", "POST"),
+    ("workspace-service-account-list", "GET"),
+    ("workspace-service-account-list", "POST"),
+    ("service-account-detail", "GET"),
+    ("service-account-detail", "PATCH"),
+    ("service-account-detail", "DELETE"),
 }
 
 
@@ -61,14 +68,20 @@ REFUSED = {
 OWN_ACCOUNT = {"user-me"}
 
 
-@pytest.fixture
-def limits(swept):
+@pytest.fixture(params=["person", "service account"])
+def limits(request, swept):
     """The swept world (its records in ``world.project``), a second project of the same
-    workspace, and the owner's keys limited to one or the other, every scope each."""
+    workspace, and keys limited to one or the other, every scope each: the owner's, or an
+    admin service account's."""
     world, ids = swept
     elsewhere = ProjectFactory(workspace=world.acme, name="Gantry", created_by=world.owner)
-    outside = client_for(world.owner, projects=[elsewhere.pk])
-    within = client_for(world.owner, projects=[world.project.pk])
+    holder = world.owner
+    if request.param == "service account":
+        holder = service_account_create(
+            workspace=world.acme, actor=world.owner, name="Limited bot", role="admin"
+        ).user
+    outside = client_for(holder, projects=[elsewhere.pk])
+    within = client_for(holder, projects=[world.project.pk])
     return world, ids, elsewhere, outside, within
 
 
@@ -122,8 +135,8 @@ def test_a_key_limited_to_projects_reaches_nothing_outside_them(limits, name, re
             assert error["details"] == {"project_limited": True}, where
         elif (name, "GET") in REFUSED and method == "HEAD":
             assert status == 403, where
-        elif name.startswith("api-key"):
-            assert status in {403, 405}, where  # keys are managed with a JWT alone
+        elif needs_jwt(name) and method != "OPTIONS":  # 403 before any limit
+            assert status in {403, 405}, where
         json_body = response.get("Content-Type", "").startswith("application/json")
         if method == "GET" and status == 200 and json_body and not response.streaming:
             shown = _shown(response.json(), world.project.pk, world.project.name)

@@ -14,6 +14,7 @@ from accounts import services as account_services
 from accounts.models import ApiKey, Invitation, User, Workspace
 from collab.api.fields import single_line
 from gitintegration.models import PullRequest, Repository
+from integrations.services import service_account_create
 from issues.models import Issue, Label
 from notifications.models import Webhook
 from projects.models import Project
@@ -116,6 +117,7 @@ def targets(world):
         "pull": PullRequestFactory(repository=repository),
         "webhook": WebhookFactory(project=world.project),
         "invitation_token": token,
+        "robot": service_account_create(workspace=world.acme, actor=world.owner, name="Bot"),
     }
 
 
@@ -272,6 +274,33 @@ CASES = {
     ),
     ("PATCH", "/v1/webhooks/{pk}", "events"): case(
         "api", "/v1/webhooks/{webhook}", {"events": ["issue\t.*"]}, "events.0", Webhook, None
+    ),
+    ("POST", "/v1/workspaces/{workspace_id}/service-accounts", "name"): case(
+        "api",
+        "/v1/workspaces/{workspace}/service-accounts",
+        {"name": INJECTED},
+        "name",
+        User,
+        "name",
+    ),
+    ("PATCH", "/v1/service-accounts/{pk}", "name"): case(
+        "api", "/v1/service-accounts/{robot}", {"name": INJECTED}, "name", User, "name"
+    ),
+    ("POST", "/v1/service-accounts/{pk}/keys", "name"): case(
+        "jwt",
+        "/v1/service-accounts/{robot}/keys",
+        {**KEY, "name": INJECTED},
+        "name",
+        ApiKey,
+        "name",
+    ),
+    ("POST", "/v1/service-accounts/{pk}/keys", "expiresIn"): case(
+        "jwt",
+        "/v1/service-accounts/{robot}/keys",
+        {**KEY, "expiresIn": "90\nd"},
+        "expiresIn",
+        ApiKey,
+        "name",
     ),
 }
 

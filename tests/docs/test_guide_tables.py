@@ -66,7 +66,7 @@ def _view_scope(callback, method: str, action: str) -> str:
     view.kwargs = {}
     if view.authentication_classes == []:
         return NO_CREDENTIALS
-    if JwtOnly in view.permission_classes:
+    if any(isinstance(permission, JwtOnly) for permission in view.get_permissions()):
         return JWT_ONLY
     required = view.required_scope()
     if required:

@@ -42,7 +42,7 @@ def normalized(path: Path) -> dict[str, list[dict]]:
         rows = records(contents, kind.name)
         pk = kind.model._meta.pk.attname
         if kind.name == USERS:
-            keys[kind.name] = {row[pk]: row["email"] for row in rows}
+            keys[kind.name] = {row[pk]: _user_key(row) for row in rows}
         elif kind.own_id:
             ordered = sorted(row[pk] for row in rows)
             keys[kind.name] = {old: f"{kind.name}#{rank}" for rank, old in enumerate(ordered)}
@@ -67,9 +67,21 @@ def normalized(path: Path) -> dict[str, list[dict]]:
                     row[column] = history_value_remap(row["field"], row[column], lookup)
             for column in VARYING.get(kind.name, ()):
                 row.pop(column, None)
+            if kind.name == USERS and row.get("kind") == "service":
+                # Its address and handle are the instance's own choosing (a copy beside the
+                # original gets others): it is named by its name.
+                row.pop("email")
+                row.pop("handle")
             rows.append(row)
         result[kind.name] = sorted(rows, key=lambda r: orjson.dumps(r, option=orjson.OPT_SORT_KEYS))
     return result
+
+
+def _user_key(row: dict) -> str:
+    """What a user is named by: a person by their email, a service account by its name."""
+    if row.get("kind") == "service":
+        return f"service account {row['name']}"
+    return row["email"]
 
 
 def bundle_state(bundle: Path, where: Path) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from accounts.services import invitation_create
 from comments.services import comment_create, comment_update
 from gitintegration.models import PullRequest, Repository
 from gitintegration.services import review_create
+from integrations.services import service_account_create
 from issues.models import Issue
 from issues.services import issue_delete, issue_update, label_create
 from tests.conftest import assert_ok
@@ -225,8 +226,8 @@ def full(world, api, origin, git_storage, django_capture_on_commit_callbacks) ->
     """The world's Acme workspace with issues (one deleted, one closed by a merged pull
     request's closing keyword), labels, comments with mentions and an edit, a repository with
     a merged and an open pull request and a review, a project's and the workspace's webhooks, a
-    pending invitation and links
-    to GitHub records."""
+    pending invitation, a service account on the project's team, and links to GitHub
+    records."""
     capture = django_capture_on_commit_callbacks
     project = world.project
     label_create(project=project, actor=world.owner, name="bug", color="#ff0000")
@@ -302,6 +303,9 @@ def full(world, api, origin, git_storage, django_capture_on_commit_callbacks) ->
             email="newcomer@example.test",
             role=Role.DEVELOPER,
             projects=[project],
+        )
+        service_account_create(
+            workspace=world.acme, actor=world.owner, name="Release bot", projects=[project.pk]
         )
     return Full(
         world.acme, project, repository, PullRequest.objects.get(pk=merged["id"]), open_pull

@@ -21,6 +21,7 @@ from issues.models import Issue, IssueSequence
 from notifications.models import Webhook
 from tests.factories import PASSWORD
 from tests.transfer.archives import manifest, normalized
+from transfer.archive import FORMAT_VERSION
 from transfer.exporting import workspace_export
 from transfer.importing import workspace_import
 
@@ -50,6 +51,25 @@ def imported_and_exported_again(archive: Path, folder: Path):
     return copy, normalized(archive), normalized(again)
 
 
+# Fields an archive of an older format lacks, and the value its records get: (format it came
+# in, record type, field, value).
+ADDED = [(3, "users", "kind", "person")]
+
+
+def as_then(records: dict[str, list[dict]], version: int) -> dict[str, list[dict]]:
+    """``records`` of this Collab's export as an archive of format ``version`` would hold them:
+    without what came later (service accounts, users' kind), each such field the value an
+    import of that archive gives it."""
+    then = {name: [dict(record) for record in rows] for name, rows in records.items()}
+    if version < 3:
+        assert then["service_accounts"] == []
+    for since, name, field, value in ADDED:
+        if version < since:
+            for record in then.get(name, []):
+                assert record.pop(field) == value, (name, field)
+    return then
+
+
 @pytest.mark.parametrize("made_on", MADE_ON)
 def test_an_archive_of_format_1_imports(db, made_on, tmp_path, git_storage):
     """Made before webhooks named their workspace (format 2): its webhooks are its
@@ -57,6 +77,7 @@ def test_an_archive_of_format_1_imports(db, made_on, tmp_path, git_storage):
     archive = ARCHIVES / f"format-1-made-on-{made_on}.tar.gz"
     assert manifest(archive)["format_version"] == 1
     copy, first, second = imported_and_exported_again(archive, tmp_path)
+    second = as_then(second, 1)
     for kind in first:
         if kind != "webhooks":
             assert second[kind] == first[kind], kind
@@ -68,12 +89,24 @@ def test_an_archive_of_format_1_imports(db, made_on, tmp_path, git_storage):
 
 
 @pytest.mark.parametrize("made_on", MADE_ON)
+def test_an_archive_of_format_2_imports(db, made_on, tmp_path, git_storage):
+    """Made before service accounts (format 3): its people are people, and everything else
+    is read as before."""
+    archive = ARCHIVES / f"format-2-made-on-{made_on}.tar.gz"
+    assert manifest(archive)["format_version"] == 2
+    _copy, first, second = imported_and_exported_again(archive, tmp_path)
+    assert as_then(second, 2) == first
+
+
+@pytest.mark.parametrize("made_on", MADE_ON)
 def test_an_archive_of_either_database_imports_and_exports_the_same(
     db, made_on, tmp_path, git_storage
 ):
     archive = ARCHIVES / f"made-on-{made_on}.tar.gz"
     assert manifest(archive)["database"] == made_on
+    assert manifest(archive)["format_version"] == FORMAT_VERSION
     copy, first, second = imported_and_exported_again(archive, tmp_path)
+    assert first["service_accounts"]  # the format's newest member is in it
     for kind in first:
         assert second[kind] == first[kind], kind
     # The hashes came with the credentials: the people sign in as before.

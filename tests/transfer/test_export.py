@@ -45,8 +45,14 @@ def test_the_archive_holds_every_record_type_and_a_bundle(full, world, tmp_path)
     assert counts["mentions"] == 2 and counts["invitations"] == 1 and counts["webhooks"] == 2
     assert counts["github_links"] == 2
     assert "events" not in counts
-    # The people named anywhere: the members, the invitee; never the other workspace's.
-    emails = {user["email"] for user in records(contents, "users")}
+    # The people named anywhere: the members, the invitee; never the other workspace's. And
+    # the workspace's service account, with what makes it one.
+    people = [user for user in records(contents, "users") if user["kind"] == "person"]
+    [robot] = [user for user in records(contents, "users") if user["kind"] == "service"]
+    assert robot["name"] == "Release bot"
+    [account] = records(contents, "service_accounts")
+    assert account["user_id"] == robot["id"] and counts["service_accounts"] == 1
+    emails = {user["email"] for user in people}
     assert emails == {
         "owner@acme.test",
         "admin@acme.test",

@@ -14,6 +14,7 @@ from comments.models import Comment, Mention
 from events.models import Event
 from gitintegration import git
 from gitintegration.models import PullRequest, PullRequestSequence, Repository
+from integrations.models import ServiceAccount
 from issues.models import Issue, IssueFacetCount, IssueHistory, IssueSequence, IssueStatusCount
 from issues.services import issue_create
 from notifications.crypto import secret_decrypt
@@ -144,7 +145,9 @@ def test_people_matched_by_email_and_the_others_invited(
     workspace_export(workspace_id=full.workspace.pk, path=path)
     contents = members(path)
     # As if on another instance: only the owner has an account there.
-    users = [orjson.loads(line) for line in contents["users.jsonl"].splitlines()]
+    everyone = [orjson.loads(line) for line in contents["users.jsonl"].splitlines()]
+    users = [user for user in everyone if user["kind"] == "person"]
+    [robot] = [user for user in everyone if user["kind"] == "service"]
     User.objects.filter(
         email__in=[u["email"] for u in users if u["email"] != "owner@acme.test"]
     ).update(email=models_renamed())
@@ -152,7 +155,11 @@ def test_people_matched_by_email_and_the_others_invited(
     sent_before = len(mail.outbox)
     with django_capture_on_commit_callbacks(execute=True):
         copy = workspace_import(path=path, name="Elsewhere")
-    assert User.objects.count() == accounts_before + len(users) - 1
+    # Each person but the owner is new here, and so is the service account: a copy of its own.
+    assert User.objects.count() == accounts_before + len(users) - 1 + 1
+    copied = ServiceAccount.objects.get(workspace=copy).user
+    assert (copied.kind, copied.name, copied.status) == ("service", robot["name"], "active")
+    assert copied.email != robot["email"] and not copied.has_usable_password()
     owner = Membership.objects.get(workspace=copy, user__email="owner@acme.test")
     assert owner.user_id == world.owner.pk and owner.role == "owner"
     created = User.objects.filter(email__in=[u["email"] for u in users], pk__gt=world.outsider.pk)
