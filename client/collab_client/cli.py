@@ -5,6 +5,8 @@
     collab issues list --project 1 --status open --json
     collab issues create --project 1 --title "Broken build" --label bug --label ci
     collab keys create --name ci --scope issues:read --expires-in 90d   # signs in (JWT)
+    collab service-accounts create --workspace 1 --name "CI bot" --project 1
+    collab keys create --service-account 7 --name nightly --scope issues:write --project 1
     collab events tail --project 1 --types 'issue.*'
     collab export create --workspace 1 --output acme.tar.gz   # waits, then downloads
 
@@ -29,6 +31,7 @@ COLUMNS = {
     "projects": ["id", "name", "visibility", "status", "workspace_id"],
     "issues": ["id", "number", "title", "status", "priority", "type", "assignee_id", "labels"],
     "keys": ["id", "name", "prefix", "scopes", "projects", "expires_at", "revoked"],
+    "service-accounts": ["id", "name", "handle", "role", "projects", "tier"],
     "workspaces": ["id", "name", "slug", "role"],
     "users": ["id", "email", "name", "role", "status"],
     "exports": ["id", "status", "created_at", "completed_at", "size", "expires_at", "error"],
@@ -102,17 +105,39 @@ def _client(args: argparse.Namespace, *, jwt: bool = False) -> Collab:
     return Collab(url, api_key=key)
 
 
+def _service_accounts(client: Collab, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        accounts = client.service_accounts.list(args.workspace)
+        _show(_limit(accounts, args.limit), args, "service-accounts")
+    elif args.action == "create":
+        account = client.service_accounts.create(
+            args.workspace,
+            name=args.name,
+            role=args.role,
+            projects=args.project or [],
+            tier=args.tier,
+        )
+        _show(account, args, "service-accounts")
+    elif args.action == "delete":
+        client.service_accounts.delete(args.id)
+        print(f"Deleted service account {args.id}; its keys no longer work.")
+
+
 def run(args: argparse.Namespace) -> None:
     command = (args.resource, args.action)
     if args.resource == "keys":
         with _client(args, jwt=True) as client:
             if command == ("keys", "create"):
-                key = client.api_keys.create(
-                    name=args.name,
-                    scopes=args.scope,
-                    expires_in=args.expires_in,
-                    projects=args.project if args.project else UNSET,
-                )
+                made = {
+                    "name": args.name,
+                    "scopes": args.scope,
+                    "expires_in": args.expires_in,
+                    "projects": args.project if args.project else UNSET,
+                }
+                if args.service_account is not None:
+                    key = client.service_accounts.create_key(args.service_account, **made)
+                else:
+                    key = client.api_keys.create(**made)
                 _show(key, args, "keys")
             elif command == ("keys", "list"):
                 _show(_limit(client.api_keys.list(), args.limit), args, "keys")
@@ -122,7 +147,9 @@ def run(args: argparse.Namespace) -> None:
             client.logout()
         return
     with _client(args) as client:
-        if command == ("projects", "list"):
+        if args.resource == "service-accounts":
+            _service_accounts(client, args)
+        elif command == ("projects", "list"):
             projects = client.projects.list(workspace_id=args.workspace, status=args.status)
             _show(_limit(projects, args.limit), args, "projects")
         elif command == ("projects", "create"):
@@ -265,9 +292,26 @@ def parser() -> argparse.ArgumentParser:
         help="limit the key to this project (an id); repeat for several",
     )
     create.add_argument("--expires-in", default="90d", help="90d, 12h, 1y or never")
+    create.add_argument(
+        "--service-account", type=int, help="a key of this service account (an id), not yours"
+    )
     keys.add_parser("list", parents=[common, sign_in])
     revoke = keys.add_parser("revoke", parents=[common, sign_in])
     revoke.add_argument("id", type=int)
+
+    robots = resources.add_parser(
+        "service-accounts", help="a workspace's identities for programs"
+    ).add_subparsers(dest="action", required=True)
+    of_workspace = argparse.ArgumentParser(add_help=False)
+    of_workspace.add_argument("--workspace", type=int, required=True)
+    robots.add_parser("list", parents=[common, of_workspace])
+    create = robots.add_parser("create", parents=[common, of_workspace])
+    create.add_argument("--name", required=True)
+    create.add_argument("--role", choices=["admin", "developer", "viewer"], default="developer")
+    create.add_argument("--project", action="append", type=int, help="a team it joins; repeat")
+    create.add_argument("--tier", choices=["standard", "premium", "enterprise"], default="standard")
+    delete = robots.add_parser("delete", parents=[common])
+    delete.add_argument("id", type=int)
 
     export = resources.add_parser("export", help="a workspace as one archive").add_subparsers(
         dest="action", required=True

@@ -68,6 +68,12 @@ REFUSED = {
 OWN_ACCOUNT = {"user-me"}
 
 
+@pytest.fixture
+def swept(swept_of_module):
+    """The swept records, made once for the module: its tests write nothing that lasts."""
+    return swept_of_module
+
+
 @pytest.fixture(params=["person", "service account"])
 def limits(request, swept):
     """The swept world (its records in ``world.project``), a second project of the same

@@ -346,6 +346,33 @@ def test_the_command_line(world, server):
     )
     assert made_key.returncode == 0, made_key.stderr
     assert json.loads(made_key.stdout)["projects"] == [world.project.pk]
+    # A service account, a key of it, its list, and its end.
+    workspace, project = str(world.acme.pk), str(world.project.pk)
+    robot = run(
+        *("service-accounts", "create", "--workspace", workspace, "--name", "CI bot"),
+        *("--project", project),  # its team: the project is private
+    )
+    assert robot.returncode == 0, robot.stderr
+    assert robot.stdout.splitlines()[0].split()[:3] == ["ID", "NAME", "HANDLE"]
+    robot = run(*("service-accounts", "list", "--workspace", workspace, "--json"))
+    [account] = json.loads(robot.stdout)
+    robot_key = run(
+        *("keys", "create", "--service-account", str(account["id"]), "--json"),
+        *("--email", world.owner.email, "--password", FACTORY_PASSWORD),
+        *("--name", "nightly", "--scope", "issues:write", "--project", project),
+    )
+    assert robot_key.returncode == 0, robot_key.stderr
+    key_of_robot = json.loads(robot_key.stdout)["key"]
+    by_robot = subprocess.run(  # noqa: S603
+        [*cli, "issues", "create", "--project", project, "--title", "Nightly", "--json"],
+        env={**env, "COLLAB_API_KEY": key_of_robot},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(by_robot.stdout)["reporter_id"] == account["id"]
+    gone = run("service-accounts", "delete", str(account["id"]))
+    assert gone.returncode == 0 and "no longer work" in gone.stdout
 
 
 def test_an_export_built_by_the_worker_downloads_through_client_and_cli(world, server, tmp_path):
