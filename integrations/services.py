@@ -179,16 +179,19 @@ def service_account_update(
             account_services.membership_update(membership=membership, role=role, actor=actor)
             changed.append("role")
     if projects is not UNSET:
-        wanted = _team_projects(workspace=account.workspace, actor=actor, project_ids=projects)
+        wanted = {
+            project.pk: project
+            for project in _team_projects(
+                workspace=account.workspace, actor=actor, project_ids=projects
+            )
+        }
         seats = ProjectMember.objects.filter(user=user, project__workspace=account.workspace)
         held = {seat.project_id: seat for seat in seats.select_related("project", "user")}
-        for project in wanted:
-            if project.pk not in held:
-                project_member_add(project=project, user=user, actor=actor)
-        for project_id, seat in held.items():
-            if project_id not in {project.pk for project in wanted}:
-                project_member_remove(member=seat, actor=actor)
-        if set(held) != {project.pk for project in wanted}:
+        for project_id in wanted.keys() - held.keys():
+            project_member_add(project=wanted[project_id], user=user, actor=actor)
+        for project_id in held.keys() - wanted.keys():
+            project_member_remove(member=held[project_id], actor=actor)
+        if held.keys() != wanted.keys():
             changed.append("projects")
     if changed:
         _service_account_event("service_account.updated", account, actor=actor)

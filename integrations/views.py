@@ -12,6 +12,7 @@ from collab.api.viewsets import ApiViewSet
 
 from . import selectors, services
 from .models import ServiceAccount
+from .records import service_account_record
 from .serializers import (
     ApiKeyCreatedSerializer,
     ApiKeyCreateSerializer,
@@ -84,10 +85,6 @@ class _ServiceAccountAccess(ApiViewSet):
         self._workspace_manage(account.workspace_id)
         return account
 
-    def _record(self, account: ServiceAccount) -> dict:
-        [described] = selectors.service_accounts_described([account])
-        return ServiceAccountSerializer(described).data
-
 
 class WorkspaceServiceAccountViewSet(_ServiceAccountAccess):
     """``/v1/workspaces/:workspace_id/service-accounts``: list and create."""
@@ -108,7 +105,7 @@ class WorkspaceServiceAccountViewSet(_ServiceAccountAccess):
         account = services.service_account_create(
             workspace=workspace, actor=signed_in(request), **data
         )
-        return self.created(self._record(account), f"/v1/service-accounts/{account.pk}")
+        return self.created(service_account_record(account), f"/v1/service-accounts/{account.pk}")
 
 
 class ServiceAccountViewSet(_ServiceAccountAccess):
@@ -130,7 +127,7 @@ class ServiceAccountViewSet(_ServiceAccountAccess):
 
     @extend_schema(responses={200: ServiceAccountSerializer})
     def retrieve(self, request, pk=None):
-        return self.ok(self._record(self._account(pk)))
+        return self.ok(service_account_record(self._account(pk)))
 
     @extend_schema(
         request=ServiceAccountInputSerializer(partial=True),
@@ -140,7 +137,7 @@ class ServiceAccountViewSet(_ServiceAccountAccess):
         account = self._account(pk)
         data = self.validated(ServiceAccountInputSerializer, partial=True)
         account = services.service_account_update(account=account, actor=signed_in(request), **data)
-        return self.ok(self._record(account))
+        return self.ok(service_account_record(account))
 
     @extend_schema(responses={200: None})
     def destroy(self, request, pk=None):
