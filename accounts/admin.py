@@ -17,38 +17,18 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from collab.admin import adopt
-from collab.api.exceptions import Conflict, RateLimited, Unauthorized
-from collab.api.ratelimit import client_address
+from collab.api.exceptions import Conflict
 
 from . import services
+from .forms import ProtectedSignIn
 from .models import Invitation, Membership, Role, User, Workspace
 
 # Signing in ---------------------------------------------------------------------------------
 
 
-class AdminLoginForm(AdminAuthenticationForm):
-    """The admin's sign-in, behind the API login's protection (``accounts.login_protection``):
-    the same counters per email and per address, so guesses made here and at
-    ``/v1/auth/login`` add up, and a locked email or address is refused here too, even with
-    the right password, before the password is checked."""
-
-    def clean(self):
-        email = self.cleaned_data.get("username")
-        password = self.cleaned_data.get("password")
-        if email is not None and password:
-            try:
-                self.user_cache = services.auth_credentials_check(
-                    email=email,
-                    password=password,
-                    client_address=client_address(self.request),
-                    request=self.request,
-                )
-            except RateLimited as refused:
-                raise forms.ValidationError(refused.message, code="rate_limited") from None
-            except Unauthorized:
-                raise self.get_invalid_login_error() from None
-            self.confirm_login_allowed(self.user_cache)
-        return self.cleaned_data
+class AdminLoginForm(ProtectedSignIn, AdminAuthenticationForm):
+    """The admin's sign-in, behind the API login's protection (``accounts.forms``); the admin
+    then wants a member of its staff."""
 
 
 admin.site.login_form = AdminLoginForm

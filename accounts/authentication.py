@@ -1,4 +1,5 @@
-"""One ``Authorization: Bearer`` header for both schemes: API keys (``clb_...``) and JWTs."""
+"""One ``Authorization: Bearer`` header for every scheme: API keys (``clb_...``), OAuth apps'
+access tokens (``cla_...``) and JWTs."""
 
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,7 +14,7 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from collab.api.scopes import ALL_GRANTED, expand
 from collab.db.prepared import PreparedQuery
 
-from . import keys
+from . import keys, oauth
 from .models import ApiKey, User
 from .token_denylist import access_token_user
 
@@ -25,11 +26,14 @@ _NOT_YET = object()
 class Credential:
     """What ``request.auth`` holds: how the caller signed in and what it may do."""
 
-    kind: str  # "api_key" or "jwt"
+    kind: str  # "api_key", "oauth" or "jwt"
     scopes: frozenset[str]
     api_key: ApiKey | None = field(default=None, compare=False)
-    # The projects it is limited to (an API key's ``projects``); None, not limited.
+    # The projects it is limited to (an API key's ``projects``, an app's grant); None, not
+    # limited.
     projects: frozenset[int] | None = None
+    # An OAuth app's access token: the app's id (django-oauth-toolkit's application).
+    application_id: int | None = None
 
     @property
     def is_jwt(self) -> bool:
@@ -70,6 +74,8 @@ class BearerAuthentication(BaseAuthentication):
             )
         if keys.looks_like_key(credential):
             return self._authenticate_key(credential)
+        if oauth.looks_like_access_token(credential):
+            return self._authenticate_app(credential)
         return self._authenticate_jwt(credential)
 
     def authenticate_header(self, request):
@@ -94,6 +100,17 @@ class BearerAuthentication(BaseAuthentication):
         # (accounts.roles.project_limit), built for this request alone.
         api_key.user.project_limit = limit
         return api_key.user, Credential("api_key", expand(api_key.scopes), api_key, limit)
+
+    def _authenticate_app(self, raw: str):
+        try:
+            access = oauth.app_access(raw)
+        except oauth.Refused as refused:
+            raise exceptions.AuthenticationFailed(str(refused)) from None
+        access.user.project_limit = access.projects
+        credential = Credential(
+            "oauth", access.scopes, projects=access.projects, application_id=access.application_id
+        )
+        return access.user, credential
 
     def _authenticate_jwt(self, raw: str):
         backend = JWTAuthentication()

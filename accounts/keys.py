@@ -1,4 +1,6 @@
 """API key format: ``clb_`` + 30 random base62 characters + a 6-character CRC32 checksum.
+An OAuth app's tokens have the same form with a prefix of their own (``cla_`` for an access
+token, ``clr_`` for a refresh token), so that a scanner tells what it found.
 
 The checksum lets secret scanners (and this service, before touching the database) tell a
 real key from a typo or a random string. Only the SHA-256 of a key is stored: keys carry
@@ -30,19 +32,19 @@ def _checksum(body: str) -> str:
     return _base62(zlib.crc32(body.encode()), CHECKSUM_LENGTH)
 
 
-def generate_key() -> str:
+def generate_key(prefix: str = KEY_PREFIX) -> str:
     body = "".join(secrets.choice(ALPHABET) for _ in range(RANDOM_LENGTH))
-    return f"{KEY_PREFIX}{body}{_checksum(body)}"
+    return f"{prefix}{body}{_checksum(body)}"
 
 
 def looks_like_key(value: str) -> bool:
     return value.startswith(KEY_PREFIX)
 
 
-def is_well_formed(key: str) -> bool:
-    if len(key) != KEY_LENGTH or not key.startswith(KEY_PREFIX):
+def is_well_formed(key: str, prefix: str = KEY_PREFIX) -> bool:
+    if len(key) != len(prefix) + RANDOM_LENGTH + CHECKSUM_LENGTH or not key.startswith(prefix):
         return False
-    body = key[len(KEY_PREFIX) : -CHECKSUM_LENGTH]
+    body = key[len(prefix) : -CHECKSUM_LENGTH]
     if any(char not in ALPHABET for char in body):
         return False
     return secrets.compare_digest(_checksum(body), key[-CHECKSUM_LENGTH:])

@@ -181,6 +181,64 @@ class ApiKey(models.Model):
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
 
 
+class OAuthApp(models.Model):
+    """A workspace's registration of a third-party app (an OAuth 2.0 client): the
+    django-oauth-toolkit application it completes, with the workspace whose users it asks and
+    the most scopes it may ask them for."""
+
+    application = models.OneToOneField(
+        "oauth2_provider.Application",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="registration",
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="oauth_apps")
+    scopes = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["application_id"]
+        verbose_name = "OAuth app"
+
+    def __str__(self):
+        return self.application.name
+
+    @property
+    def id(self) -> int:
+        return self.application_id
+
+
+class AppAuthorization(models.Model):
+    """A user's consent to an app: what its tokens for this user reach (the scopes granted
+    and the projects the user chose). Its tokens work only while it exists: revoking it
+    deletes it and them."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_authorizations"
+    )
+    application = models.ForeignKey(
+        "oauth2_provider.Application", on_delete=models.CASCADE, related_name="+"
+    )
+    scopes = models.JSONField(default=list)
+    projects = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "application"], name="one_authorization_per_app"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.user_id} → {self.application_id}"
+
+
 class EmailStatus(models.TextChoices):
     QUEUED = "queued"
     SENT = "sent"

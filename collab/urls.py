@@ -1,8 +1,9 @@
 """The project's routes: each app's own urls.py, included under /v1/, plus what belongs to
-no app (health, the schema and its docs, the admin)."""
+no app (health, the schema and its docs, the admin), and the OAuth authorization server."""
 
 from django.contrib import admin
 from django.urls import include, path, re_path
+from oauth2_provider.views import OAuthServerMetadataView
 
 from collab import views
 
@@ -23,6 +24,13 @@ urlpatterns = [
     path("v1/", include("transfer.urls")),
     path("v1/", include("integrations.urls")),
     path("admin/", admin.site.urls),
+    # OAuth 2.0 for third-party apps: the endpoints and their metadata (RFC 8414).
+    path("oauth/", include("integrations.oauth_urls")),
+    path(
+        ".well-known/oauth-authorization-server",
+        OAuthServerMetadataView.as_view(),
+        name="oauth-server-metadata",
+    ),
     # Any other path, newlines and all, is the API's JSON 404, never an HTML page.
     re_path(r"^(?!admin/|static/)[\s\S]*\Z", views.not_found),
 ]

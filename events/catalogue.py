@@ -102,6 +102,14 @@ EVENT_KINDS: dict[str, tuple[str, str]] = {
     ),
     "service_account.updated": ("PATCH /v1/service-accounts/:id", '{"service_account"}'),
     "service_account.deleted": ("DELETE /v1/service-accounts/:id", '{"service_account"}'),
+    "app.created": ("POST /v1/workspaces/:id/oauth-apps", '{"app"}'),
+    "app.updated": ("PATCH /v1/oauth-apps/:id", '{"app"}'),
+    "app.deleted": ("DELETE /v1/oauth-apps/:id", '{"app"}'),
+    "app.authorized": (
+        "a user allows an app on the consent page (GET/POST /oauth/authorize)",
+        '{"authorization"}',
+    ),
+    "app.revoked": ("DELETE /v1/users/me/authorizations/:id", '{"authorization"}'),
 }
 
 

@@ -1,16 +1,18 @@
-"""The operator's admin for API keys: minted through the service that checks what they may
-reach, the plaintext shown once."""
+"""The operator's admin for API keys (minted through the service that checks what they may
+reach, the plaintext shown once), service accounts, and OAuth apps with the users'
+authorizations of them."""
 
 from django import forms
 from django.contrib import admin, messages
+from oauth2_provider import models as toolkit
 
 from accounts import services as account_services
-from accounts.models import ApiKey
+from accounts.models import ApiKey, AppAuthorization, OAuthApp
 from collab.admin import adopt
 from collab.api.exceptions import ValidationFailed
 from collab.api.scopes import ALL_SCOPES
 
-from . import services
+from . import oauth, services
 from .models import ServiceAccount
 
 # API keys ---------------------------------------------------------------------------------
@@ -237,3 +239,107 @@ class ServiceAccountAdmin(admin.ModelAdmin):
             services.service_account_delete(account=account, actor=request.user)
             deleted += 1
         self.message_user(request, f"Deleted {deleted} service account(s).", messages.SUCCESS)
+
+
+# OAuth apps ---------------------------------------------------------------------------------
+
+# django-oauth-toolkit's own pages would make a client without its workspace and scopes, or
+# a token by hand: apps are registered over the API by their workspace's owners and admins,
+# and looked up and deleted here.
+for model in (
+    toolkit.get_application_model(),
+    toolkit.get_access_token_model(),
+    toolkit.get_refresh_token_model(),
+    toolkit.get_grant_model(),
+    toolkit.get_id_token_model(),
+):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+
+
+@admin.register(OAuthApp)
+class OAuthAppAdmin(admin.ModelAdmin):
+    list_display = ("name", "client_id", "client_type", "workspace", "created_by", "created_at")
+    list_select_related = ("application", "workspace", "created_by")
+    search_fields = ("application__name", "application__client_id", "workspace__name")
+    fields = (
+        "name",
+        "client_id",
+        "client_type",
+        "redirect_uris",
+        "scopes",
+        "workspace",
+        "created_by",
+        "created_at",
+        "authorized_by",
+    )
+    readonly_fields = fields
+    actions = ["delete_apps"]
+
+    @admin.display(ordering="application__name")
+    def name(self, obj):
+        return obj.application.name
+
+    @admin.display(ordering="application__client_id")
+    def client_id(self, obj):
+        return obj.application.client_id
+
+    @admin.display(ordering="application__client_type")
+    def client_type(self, obj):
+        return obj.application.client_type
+
+    def redirect_uris(self, obj):
+        return ", ".join(obj.application.redirect_uris.split())
+
+    @admin.display(description="authorised by")
+    def authorized_by(self, obj):
+        count = AppAuthorization.objects.filter(application_id=obj.pk).count()
+        return f"{count} user(s)"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the action below deletes through the service (and records the event)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Delete selected apps (their tokens stop at once)")
+    def delete_apps(self, request, queryset):
+        deleted = 0
+        for app in queryset.select_related("application"):
+            oauth.oauth_app_delete(app=app, actor=request.user)
+            deleted += 1
+        self.message_user(request, f"Deleted {deleted} app(s).", messages.SUCCESS)
+
+
+@admin.register(AppAuthorization)
+class AppAuthorizationAdmin(admin.ModelAdmin):
+    list_display = ("user", "application", "scopes", "projects", "created_at", "updated_at")
+    list_select_related = ("user", "application")
+    search_fields = ("user__email", "application__name")
+    fields = ("user", "application", "scopes", "projects", "created_at", "updated_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the action below revokes through the service (and records the event)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Revoke selected authorizations (their tokens stop at once)")
+    def revoke(self, request, queryset):
+        revoked = 0
+        for authorization in queryset:
+            oauth.app_authorization_revoke(authorization=authorization, actor=request.user)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} authorization(s).", messages.SUCCESS)

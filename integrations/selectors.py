@@ -1,8 +1,8 @@
-"""Reads: service accounts, and their keys."""
+"""Reads: service accounts and their keys, OAuth apps and the users' authorizations."""
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
-from accounts.models import ApiKey, Membership, User
+from accounts.models import ApiKey, AppAuthorization, Membership, OAuthApp, User
 from accounts.roles import user_roles
 from collab.api.routers import id_or_none
 from projects.models import ProjectMember
@@ -61,3 +61,75 @@ def service_accounts_described(accounts: list[ServiceAccount]) -> list[ServiceAc
 
 def service_account_keys(*, account: ServiceAccount) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(user_id=account.pk).order_by("-id")
+
+
+# OAuth apps ---------------------------------------------------------------------------------
+
+
+def oauth_app_list(*, workspace_id: int) -> QuerySet[OAuthApp]:
+    """The workspace's apps, the oldest first."""
+    return (
+        OAuthApp.objects.filter(workspace_id=workspace_id)
+        .select_related("application")
+        .order_by("application_id")
+    )
+
+
+def oauth_app_get(*, user: User, app_id: int | str) -> OAuthApp | None:
+    """An app of a workspace ``user`` belongs to; None otherwise (whether it exists or not).
+    The role each route needs is the view's to check."""
+    pk = id_or_none(app_id)
+    if pk is None:
+        return None
+    return (
+        OAuthApp.objects.filter(pk=pk, workspace_id__in=sorted(user_roles(user)))
+        .select_related("application")
+        .first()
+    )
+
+
+def oauth_app_by_client(*, client_id: str) -> OAuthApp | None:
+    return (
+        OAuthApp.objects.filter(application__client_id=client_id)
+        .select_related("application", "workspace")
+        .first()
+    )
+
+
+def app_authorization_list(*, user: User) -> QuerySet[AppAuthorization]:
+    """The apps ``user`` authorised, the latest first."""
+    return AppAuthorization.objects.filter(user=user).order_by("-updated_at", "-id")
+
+
+def app_authorization_get(*, user: User, authorization_id: int | str) -> AppAuthorization | None:
+    pk = id_or_none(authorization_id)
+    if pk is None:
+        return None
+    return AppAuthorization.objects.filter(user=user, pk=pk).first()
+
+
+def app_authorizations_described(
+    authorizations: list[AppAuthorization],
+) -> list[AppAuthorization]:
+    """``authorizations``, each with ``app_described`` (the app's id, name, client id and
+    workspace) set: one query for them all."""
+    apps = {
+        row["application_id"]: row
+        for row in OAuthApp.objects.filter(
+            pk__in={authorization.application_id for authorization in authorizations}
+        ).values(
+            "application_id",
+            "workspace_id",
+            name=F("application__name"),
+            client_id=F("application__client_id"),
+        )
+    }
+    for authorization in authorizations:
+        app = apps.get(authorization.application_id)
+        authorization.app_described = {  # type: ignore[attr-defined]
+            "id": authorization.application_id,
+            "name": app["name"] if app else "",
+            "client_id": app["client_id"] if app else "",
+            "workspace_id": app["workspace_id"] if app else None,
+        }
+    return authorizations

@@ -113,3 +113,80 @@ class ServiceAccountInputSerializer(serializers.Serializer):
         default=User.Tier.STANDARD,
         help_text="Its rate limit's tier: at most yours.",
     )
+
+
+# OAuth apps ---------------------------------------------------------------------------------
+
+CLIENT_TYPES = [
+    ("confidential", "confidential: a server that keeps its client secret"),
+    ("public", "public: a native or browser app that cannot keep one (PKCE alone)"),
+]
+
+
+class OAuthAppSerializer(serializers.Serializer):
+    """A workspace's registration of a third-party app, as its owners and admins see it."""
+
+    id = serializers.IntegerField(source="application_id")
+    name = serializers.CharField(source="application.name")
+    client_id = serializers.CharField(source="application.client_id")
+    client_type = serializers.ChoiceField(source="application.client_type", choices=CLIENT_TYPES)
+    redirect_uris = serializers.SerializerMethodField()
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES]),
+        help_text="The most an app may ask a user for (and what they imply).",
+    )
+    workspace_id = serializers.IntegerField()
+    created_by = serializers.IntegerField(source="created_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_redirect_uris(self, app) -> list[str]:
+        return app.application.redirect_uris.split()
+
+
+class OAuthAppCreatedSerializer(OAuthAppSerializer):
+    client_secret = serializers.CharField(
+        allow_null=True,
+        help_text="A confidential client's secret, shown only once (null for a public client).",
+    )
+
+
+class OAuthAppInputSerializer(serializers.Serializer):
+    name = SingleLineCharField(max_length=255)
+    client_type = serializers.ChoiceField(choices=CLIENT_TYPES, default="confidential")
+    redirect_uris = serializers.ListField(
+        child=SingleLineCharField(max_length=2000),
+        allow_empty=False,
+        max_length=10,
+        help_text="Where the app may send its users back with a code: https URLs, or http on "
+        "the loopback (127.0.0.1, [::1], localhost), matched exactly.",
+    )
+    scopes = serializers.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES], allow_empty=False
+    )
+
+
+class OAuthAppUpdateSerializer(OAuthAppInputSerializer):
+    """What an app's registration may change: not its client type."""
+
+    client_type = None  # type: ignore[assignment]
+
+
+class AuthorizedAppSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    client_id = serializers.CharField()
+    workspace_id = serializers.IntegerField(allow_null=True)
+
+
+class AppAuthorizationSerializer(serializers.Serializer):
+    """An app a user authorised, and what its tokens reach."""
+
+    id = serializers.IntegerField()
+    app = AuthorizedAppSerializer(source="app_described")
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(s, s) for s in ALL_SCOPES])
+    )
+    projects = serializers.ListField(child=serializers.IntegerField())
+    user_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()

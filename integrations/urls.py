@@ -1,6 +1,13 @@
 from collab.api.routers import ID_PATTERN, ApiRouter
 
-from .views import ApiKeyViewSet, ServiceAccountViewSet, WorkspaceServiceAccountViewSet
+from .views import (
+    ApiKeyViewSet,
+    AuthorizationViewSet,
+    OAuthAppViewSet,
+    ServiceAccountViewSet,
+    WorkspaceOAuthAppViewSet,
+    WorkspaceServiceAccountViewSet,
+)
 
 router = ApiRouter()
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
@@ -10,5 +17,12 @@ router.register(
     "workspace-service-account",
 )
 router.register("service-accounts", ServiceAccountViewSet, basename="service-account")
+router.register(
+    rf"workspaces/(?P<workspace_id>{ID_PATTERN})/oauth-apps",
+    WorkspaceOAuthAppViewSet,
+    "workspace-oauth-app",
+)
+router.register("oauth-apps", OAuthAppViewSet, basename="oauth-app")
+router.register("users/me/authorizations", AuthorizationViewSet, basename="authorization")
 
 urlpatterns = router.urls

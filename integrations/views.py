@@ -4,19 +4,24 @@ from rest_framework.decorators import action
 
 from accounts import selectors as account_selectors
 from accounts import services as account_services
-from accounts.models import ApiKey, Workspace
+from accounts.models import ApiKey, AppAuthorization, OAuthApp, Workspace
 from accounts.views import signed_in
 from collab.api.permissions import MANAGE, JwtOnly
 from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ApiViewSet
 
-from . import selectors, services
+from . import oauth, selectors, services
 from .models import ServiceAccount
-from .records import service_account_record
+from .records import oauth_app_record, service_account_record
 from .serializers import (
     ApiKeyCreatedSerializer,
     ApiKeyCreateSerializer,
     ApiKeySerializer,
+    AppAuthorizationSerializer,
+    OAuthAppCreatedSerializer,
+    OAuthAppInputSerializer,
+    OAuthAppSerializer,
+    OAuthAppUpdateSerializer,
     ServiceAccountInputSerializer,
     ServiceAccountSerializer,
 )
@@ -63,20 +68,25 @@ class ApiKeyViewSet(ApiViewSet):
 # Service accounts ---------------------------------------------------------------------------
 
 
-class _ServiceAccountAccess(ApiViewSet):
-    """What every service-account route shares: the workspace's owners and admins manage
-    them, with ``users:read`` to read and ``users:write`` to change; a credential limited to
-    projects does not."""
+class _WorkspaceManaged(ApiViewSet):
+    """What the routes of a workspace's integrations share (its service accounts, its OAuth
+    apps): its owners and admins manage them, with ``users:read`` to read and ``users:write``
+    to change; a credential limited to projects does not."""
 
     scope_group = "users"
+    managed = ""  # what they are, for the refusal of a limited credential
 
     def _workspace_manage(self, workspace_id) -> Workspace:
         return account_selectors.workspace_require(
             user=signed_in(self.request),
             workspace_id=workspace_id,
             ability=MANAGE,
-            unlimited_to="manage service accounts",
+            unlimited_to=f"manage {self.managed}",
         )
+
+
+class _ServiceAccountAccess(_WorkspaceManaged):
+    managed = "service accounts"
 
     def _account(self, pk) -> ServiceAccount:
         account = selectors.service_account_get(user=signed_in(self.request), account_id=pk)
@@ -177,4 +187,99 @@ class ServiceAccountViewSet(_ServiceAccountAccess):
         if api_key is None:
             raise Http404
         account_services.api_key_revoke(api_key=api_key)
+        return self.deleted()
+
+
+# OAuth apps ---------------------------------------------------------------------------------
+
+
+class _OAuthAppAccess(_WorkspaceManaged):
+    """Registering an app (which makes a client secret) takes a JWT, besides."""
+
+    managed = "OAuth apps"
+
+    def _app(self, pk) -> OAuthApp:
+        app = selectors.oauth_app_get(user=signed_in(self.request), app_id=pk)
+        if app is None:
+            raise Http404
+        self._workspace_manage(app.workspace_id)
+        return app
+
+
+class WorkspaceOAuthAppViewSet(_OAuthAppAccess):
+    """``/v1/workspaces/:workspace_id/oauth-apps``: list and register."""
+
+    queryset = OAuthApp.objects.none()  # for the schema; reads go through the selectors
+
+    def get_permissions(self):
+        if self.request.method == "POST":  # a client secret is a credential: keys mint none
+            return [*super().get_permissions(), JwtOnly()]
+        return super().get_permissions()
+
+    @extend_schema(responses={200: OAuthAppSerializer(many=True)}, filters=False)
+    def list(self, request, workspace_id=None):
+        workspace = self._workspace_manage(workspace_id)
+        return self.paginated(
+            selectors.oauth_app_list(workspace_id=workspace.pk), OAuthAppSerializer
+        )
+
+    @extend_schema(request=OAuthAppInputSerializer, responses={201: OAuthAppCreatedSerializer})
+    def create(self, request, workspace_id=None):
+        workspace = self._workspace_manage(workspace_id)
+        data = self.validated(OAuthAppInputSerializer)
+        app, secret = oauth.oauth_app_create(workspace=workspace, actor=signed_in(request), **data)
+        return self.created(
+            {**oauth_app_record(app), "client_secret": secret}, f"/v1/oauth-apps/{app.pk}"
+        )
+
+
+class OAuthAppViewSet(_OAuthAppAccess):
+    """``/v1/oauth-apps/:id``."""
+
+    # No queryset: its model's key is its application's, and the schema would name the path's
+    # id {application}; reads go through the selectors.
+    action_scopes = {"destroy": "users:write"}
+
+    @extend_schema(responses={200: OAuthAppSerializer})
+    def retrieve(self, request, pk=None):
+        return self.ok(oauth_app_record(self._app(pk)))
+
+    @extend_schema(
+        request=OAuthAppUpdateSerializer(partial=True), responses={200: OAuthAppSerializer}
+    )
+    def partial_update(self, request, pk=None):
+        app = self._app(pk)
+        data = self.validated(OAuthAppUpdateSerializer, partial=True)
+        app = oauth.oauth_app_update(app=app, actor=signed_in(request), **data)
+        return self.ok(oauth_app_record(app))
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        oauth.oauth_app_delete(app=self._app(pk), actor=signed_in(request))
+        return self.deleted()
+
+
+class AuthorizationViewSet(ApiViewSet):
+    """``/v1/users/me/authorizations``: the apps the signed-in user authorised, and revoking
+    one. With a JWT: an app does not see which other apps its user trusts."""
+
+    permission_classes = [*ApiViewSet.permission_classes, JwtOnly]
+    scope_group = "users"
+    action_scopes = {"destroy": "users:write"}
+    queryset = AppAuthorization.objects.none()  # for the schema; reads go through the selectors
+
+    @extend_schema(responses={200: AppAuthorizationSerializer(many=True)}, filters=False)
+    def list(self, request):
+        page = self.paginate_queryset(selectors.app_authorization_list(user=signed_in(request)))
+        described = selectors.app_authorizations_described(list(page or []))
+        return self.get_paginated_response(AppAuthorizationSerializer(described, many=True).data)
+
+    @extend_schema(responses={200: None})
+    def destroy(self, request, pk=None):
+        authorization = selectors.app_authorization_get(
+            user=signed_in(request), authorization_id=pk
+        )
+        if authorization is None:
+            raise Http404
+        oauth.app_authorization_revoke(authorization=authorization, actor=signed_in(request))
         return self.deleted()

@@ -256,6 +256,8 @@ KIND_BY_NAME = {kind.name: kind for kind in KINDS}
 # Every other model, by label, and why an archive does without it.
 LEFT_OUT: dict[str, str] = {
     "accounts.ApiKey": "a credential of one instance; people make new keys on the new one",
+    "accounts.AppAuthorization": "a user's consent to an app of this instance, with its tokens",
+    "accounts.OAuthApp": "an app's registration holds its client secret: registered anew there",
     "accounts.DeniedToken": "signed-out tokens of this instance, which the other never issued",
     "accounts.User_groups": "Django groups grant privileges over the whole instance",
     "accounts.User_user_permissions": "permissions over the whole instance, not a workspace",
@@ -266,6 +268,12 @@ LEFT_OUT: dict[str, str] = {
     "analytics.ReopenRollup": "a rollup: recomputed by the import",
     "analytics.RollupState": "how far the rollups went: recomputed by the import",
     "auth.Group": "privileges over the whole instance",
+    "oauth2_provider.AccessToken": "a credential of one instance",
+    "oauth2_provider.Application": "an app's client and secret: registered anew there",
+    "oauth2_provider.DeviceGrant": "the device grant is not offered",
+    "oauth2_provider.Grant": "a code of one instance, valid for a minute",
+    "oauth2_provider.IDToken": "OpenID Connect is not offered",
+    "oauth2_provider.RefreshToken": "a credential of one instance",
     "auth.Group_permissions": "privileges over the whole instance",
     "auth.Permission": "made by migrate on every instance",
     "contenttypes.ContentType": "made by migrate on every instance",

@@ -71,6 +71,8 @@ class Collab(BaseClient):
         self.exports = resources.Exports(self)
         self.api_keys = resources.ApiKeys(self)
         self.service_accounts = resources.ServiceAccounts(self)
+        self.oauth_apps = resources.OauthApps(self)
+        self.authorizations = resources.Authorizations(self)
         self.rate_limit = resources.RateLimitResource(self)
         self.auth = resources.Auth(self)
 
@@ -253,6 +255,8 @@ class AsyncCollab(BaseClient):
         self.exports = resources.AsyncExports(self)
         self.api_keys = resources.AsyncApiKeys(self)
         self.service_accounts = resources.AsyncServiceAccounts(self)
+        self.oauth_apps = resources.AsyncOauthApps(self)
+        self.authorizations = resources.AsyncAuthorizations(self)
         self.rate_limit = resources.AsyncRateLimitResource(self)
         self.auth = resources.AsyncAuth(self)
 

@@ -15,10 +15,13 @@ from ._model import Model
 __all__ = [
     "ApiKey",
     "ApiKeyCreated",
+    "AppAuthorization",
+    "AuthorizedApp",
     "Branch",
     "BreakdownEntry",
     "Breakdowns",
     "BulkError",
+    "ClientType",
     "Comment",
     "CommentRevision",
     "Commit",
@@ -47,6 +50,8 @@ __all__ = [
     "Me",
     "Method",
     "Metrics",
+    "OAuthApp",
+    "OAuthAppCreated",
     "PageMeta",
     "Priority",
     "Project",
@@ -81,6 +86,7 @@ __all__ = [
     "WorkspaceDashboard",
 ]
 
+ClientType = Literal["confidential", "public"]
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 EmailStatus = Literal["queued", "sent", "failed"]
 ExportStatus = Literal["pending", "running", "completed", "failed"]
@@ -140,6 +146,28 @@ class ApiKeyCreated(Model):
     revoked_at: str | None = None
     created_at: str | None = None
     key: str | None = None
+
+
+@dataclass(kw_only=True)
+class AppAuthorization(Model):
+    """An app a user authorised, and what its tokens reach."""
+
+    id: int | None = None
+    app: AuthorizedApp | None = None
+    scopes: list[Scopes] | None = None
+    projects: list[int] | None = None
+    user_id: int | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"app": ("AuthorizedApp", False)}
+
+
+@dataclass(kw_only=True)
+class AuthorizedApp(Model):
+    id: int | None = None
+    name: str | None = None
+    client_id: str | None = None
+    workspace_id: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -463,6 +491,37 @@ class Metrics(Model):
         "pull_requests": ("PullRequestMetrics", False),
     }
     __wire__: ClassVar[dict[str, str]] = {"from_": "from"}
+
+
+@dataclass(kw_only=True)
+class OAuthApp(Model):
+    """A workspace's registration of a third-party app, as its owners and admins see it."""
+
+    id: int | None = None
+    name: str | None = None
+    client_id: str | None = None
+    client_type: ClientType | None = None
+    redirect_uris: list[str] | None = None
+    scopes: list[Scopes] | None = None
+    workspace_id: int | None = None
+    created_by: int | None = None
+    created_at: str | None = None
+
+
+@dataclass(kw_only=True)
+class OAuthAppCreated(Model):
+    """A workspace's registration of a third-party app, as its owners and admins see it."""
+
+    id: int | None = None
+    name: str | None = None
+    client_id: str | None = None
+    client_type: ClientType | None = None
+    redirect_uris: list[str] | None = None
+    scopes: list[Scopes] | None = None
+    workspace_id: int | None = None
+    created_by: int | None = None
+    created_at: str | None = None
+    client_secret: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -25,6 +25,7 @@ from .errors import ResyncRequired
 from .models import (
     ApiKey,
     ApiKeyCreated,
+    AppAuthorization,
     Branch,
     Comment,
     CommentRevision,
@@ -42,6 +43,8 @@ from .models import (
     Label,
     Me,
     Metrics,
+    OAuthApp,
+    OAuthAppCreated,
     Project,
     ProjectMember,
     PullRequest,
@@ -64,6 +67,7 @@ __all__ = [
     "ApiKeys",
     "AsyncApiKeys",
     "AsyncAuth",
+    "AsyncAuthorizations",
     "AsyncComments",
     "AsyncDashboardResource",
     "AsyncDeliveries",
@@ -74,6 +78,7 @@ __all__ = [
     "AsyncLabels",
     "AsyncMembers",
     "AsyncMetricsResource",
+    "AsyncOauthApps",
     "AsyncProjects",
     "AsyncPulls",
     "AsyncRateLimitResource",
@@ -85,6 +90,7 @@ __all__ = [
     "AsyncWebhooks",
     "AsyncWorkspaces",
     "Auth",
+    "Authorizations",
     "Comments",
     "DashboardResource",
     "Deliveries",
@@ -95,6 +101,7 @@ __all__ = [
     "Labels",
     "Members",
     "MetricsResource",
+    "OauthApps",
     "Projects",
     "Pulls",
     "RateLimitResource",
@@ -195,6 +202,26 @@ class AsyncAuth(AsyncResource):
     def refresh(self, *, refresh_token: str) -> Awaitable[TokenPair]:
         return self._one(
             TokenPair, "POST", "/v1/auth/refresh", json={"refresh_token": refresh_token}
+        )
+
+
+class Authorizations(Resource):
+    def list(self, *, per_page: int | None = None) -> Pager[AppAuthorization]:
+        return self._page(AppAuthorization, "/v1/users/me/authorizations", per_page=per_page)
+
+    def revoke(self, authorization_id: int, *, if_match: str | None = None) -> None:
+        return self._none(
+            "DELETE", f"/v1/users/me/authorizations/{authorization_id}", if_match=if_match
+        )
+
+
+class AsyncAuthorizations(AsyncResource):
+    def list(self, *, per_page: int | None = None) -> AsyncPager[AppAuthorization]:
+        return self._page(AppAuthorization, "/v1/users/me/authorizations", per_page=per_page)
+
+    def revoke(self, authorization_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none(
+            "DELETE", f"/v1/users/me/authorizations/{authorization_id}", if_match=if_match
         )
 
 
@@ -1257,6 +1284,108 @@ class AsyncMetricsResource(AsyncResource):
         """Issue, commit and pull request figures over a period (docs/guide/analytics.md)."""
         return self._one(
             Metrics, "GET", f"/v1/projects/{project_id}/metrics", params={"period": period}
+        )
+
+
+class OauthApps(Resource):
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        name: str,
+        redirect_uris: Sequence[str],
+        scopes: Sequence[str],
+        client_type: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> OAuthAppCreated:
+        return self._one(
+            OAuthAppCreated,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/oauth-apps",
+            json={
+                "name": name,
+                "redirect_uris": redirect_uris,
+                "scopes": scopes,
+                "client_type": client_type,
+            },
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, app_id: int, *, if_match: str | None = None) -> None:
+        return self._none("DELETE", f"/v1/oauth-apps/{app_id}", if_match=if_match)
+
+    def get(self, app_id: int) -> OAuthApp:
+        return self._one(OAuthApp, "GET", f"/v1/oauth-apps/{app_id}")
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> Pager[OAuthApp]:
+        return self._page(OAuthApp, f"/v1/workspaces/{workspace_id}/oauth-apps", per_page=per_page)
+
+    def update(
+        self,
+        app_id: int,
+        *,
+        name: str = UNSET,
+        redirect_uris: Sequence[str] = UNSET,
+        scopes: Sequence[str] = UNSET,
+        if_match: str | None = None,
+    ) -> OAuthApp:
+        return self._one(
+            OAuthApp,
+            "PATCH",
+            f"/v1/oauth-apps/{app_id}",
+            json={"name": name, "redirect_uris": redirect_uris, "scopes": scopes},
+            if_match=if_match,
+        )
+
+
+class AsyncOauthApps(AsyncResource):
+    def create(
+        self,
+        workspace_id: int,
+        *,
+        name: str,
+        redirect_uris: Sequence[str],
+        scopes: Sequence[str],
+        client_type: str = UNSET,
+        idempotency_key: str | None = None,
+    ) -> Awaitable[OAuthAppCreated]:
+        return self._one(
+            OAuthAppCreated,
+            "POST",
+            f"/v1/workspaces/{workspace_id}/oauth-apps",
+            json={
+                "name": name,
+                "redirect_uris": redirect_uris,
+                "scopes": scopes,
+                "client_type": client_type,
+            },
+            idempotency_key=idempotency_key,
+        )
+
+    def delete(self, app_id: int, *, if_match: str | None = None) -> Awaitable[None]:
+        return self._none("DELETE", f"/v1/oauth-apps/{app_id}", if_match=if_match)
+
+    def get(self, app_id: int) -> Awaitable[OAuthApp]:
+        return self._one(OAuthApp, "GET", f"/v1/oauth-apps/{app_id}")
+
+    def list(self, workspace_id: int, *, per_page: int | None = None) -> AsyncPager[OAuthApp]:
+        return self._page(OAuthApp, f"/v1/workspaces/{workspace_id}/oauth-apps", per_page=per_page)
+
+    def update(
+        self,
+        app_id: int,
+        *,
+        name: str = UNSET,
+        redirect_uris: Sequence[str] = UNSET,
+        scopes: Sequence[str] = UNSET,
+        if_match: str | None = None,
+    ) -> Awaitable[OAuthApp]:
+        return self._one(
+            OAuthApp,
+            "PATCH",
+            f"/v1/oauth-apps/{app_id}",
+            json={"name": name, "redirect_uris": redirect_uris, "scopes": scopes},
+            if_match=if_match,
         )
 
 

@@ -194,7 +194,12 @@ OPERATIONS_FILE = Path(__file__).resolve().parent.parent / "collab_client" / "_o
 VERBS = ("get", "post", "put", "patch", "delete")
 PAGING = {"cursor", "page"}
 # ``{id}`` is named for the collection before it, in the singular; these otherwise.
-ID_NAMES = {"api-keys": "key_id", "service-accounts": "account_id"}
+ID_NAMES = {
+    "api-keys": "key_id",
+    "service-accounts": "account_id",
+    "oauth-apps": "app_id",
+    "authorizations": "authorization_id",
+}
 
 RESOURCES_HEADER = '''"""Every operation of the API, by resource: ``client.issues.create(...)``.
 

@@ -99,6 +99,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request):
         incoming = request.headers.get("X-Request-Id", "")
+        head = request.method == "HEAD"  # before HeadAsGetMiddleware makes it a GET
         valid = 0 < len(incoming) <= 64 and incoming.replace("-", "").isalnum()
         request.request_id = incoming if valid else uuid.uuid4().hex
         bound = bind_contextvars(request_id=request.request_id)
@@ -115,6 +116,9 @@ class RequestIdMiddleware:
                 reset_contextvars(**bound)
         if response.status_code >= 400 and _is_html(response):
             response = _html_error_as_json(request, response)
+            if head:  # a HEAD's answer has the headers of the GET's, and no body
+                response["Content-Length"] = str(len(response.content))
+                response.content = b""
         response["X-Request-Id"] = request.request_id
         return response
 

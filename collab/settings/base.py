@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "corsheaders",
+    "oauth2_provider",
     "events",
     "idempotency",
     "ratelimits",
@@ -296,6 +297,50 @@ SIMPLE_JWT = {
 # A rotated refresh token presented again later than this after its rotation ends its whole
 # session (accounts.services.auth_refresh); sooner, it is a retry or a race and is only refused.
 JWT_REFRESH_REUSE_GRACE_SECONDS = env.int("JWT_REFRESH_REUSE_GRACE_SECONDS", default=10)
+
+# OAuth 2.0 for third-party apps (django-oauth-toolkit; docs/guide/integrations.md). Only the
+# authorization-code grant with PKCE (S256) and refresh tokens: every RFC 9700 gate is on, so
+# the implicit and password grants, a "plain" challenge and a token in the query string are
+# refused, tokens are stored as their SHA-256 alone, a refresh token is rotated at each use and
+# a spent one presented again revokes the whole grant. An app's scopes are the API's own, as
+# many as its registration allows (accounts.oauth.AppScopes).
+OAUTH2_PROVIDER = {
+    "SCOPES_BACKEND_CLASS": "accounts.oauth.AppScopes",
+    "ACCESS_TOKEN_GENERATOR": "accounts.oauth.access_token_generate",
+    "REFRESH_TOKEN_GENERATOR": "accounts.oauth.refresh_token_generate",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=60 * 86400),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    "ALLOWED_SCHEMES": ["https", "http"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "client_secret_basic",
+        "client_secret_post",
+        "none",
+    ],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
+# django-oauth-toolkit's own models (named, so that migrations depending on them resolve).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+# Where the consent page sends a visitor who is not signed in (integrations.oauth_pages).
+LOGIN_URL = "/oauth/login"
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Collab API",

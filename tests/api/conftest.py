@@ -10,6 +10,7 @@ from django.test import override_settings
 from accounts.services import invitation_create
 from comments.services import comment_create
 from events.services import event_record
+from integrations.oauth import app_authorization_grant, oauth_app_create
 from integrations.services import service_account_create, service_account_key_issue
 from notifications.models import Delivery
 from tests.conftest import exports_settings
@@ -101,7 +102,20 @@ def swept_build(world) -> dict[str, int]:
     robot_key, _plaintext = service_account_key_issue(
         account=robot, name="swept", scopes=["issues:read"]
     )
+    app, _secret = oauth_app_create(
+        workspace=world.acme,
+        actor=world.owner,
+        name="Swept app",
+        client_type="confidential",
+        redirect_uris=["https://app.example.test/callback"],
+        scopes=["issues:read"],
+    )
+    authorization = app_authorization_grant(
+        user=world.owner, app=app, scopes=["issues:read"], projects=[world.project.pk]
+    )
     ids = {
+        "oauth-app": app.pk,
+        "authorization": authorization.pk,
         "export": export.pk,
         "project": world.project.pk,
         "admin": world.admin.pk,

@@ -18,6 +18,7 @@ from events.services import event_record
 from gitintegration import services as git_services
 from gitintegration.models import Branch
 from integrations.models import ServiceAccount
+from integrations.oauth import app_authorization_grant, oauth_app_create
 from integrations.services import service_account_create, service_account_key_issue
 from issues import services as issue_services
 from issues.models import Issue
@@ -79,6 +80,18 @@ def crowd_build(world, known: dict, origin: Origin) -> dict:
     for n in range(3):
         service_account_create(workspace=world.acme, actor=world.owner, name=f"Crowd bot {n}")
         service_account_key_issue(account=robot, name=f"crowd {n}", scopes=["issues:read"])
+    for n in range(3):
+        app, _secret = oauth_app_create(
+            workspace=world.acme,
+            actor=world.owner,
+            name=f"Crowd app {n}",
+            client_type="public",
+            redirect_uris=["https://app.example.test/callback"],
+            scopes=["issues:read"],
+        )
+        app_authorization_grant(
+            user=world.owner, app=app, scopes=["issues:read"], projects=[project.pk]
+        )
     for n in range(3):
         invitation_create(
             workspace=world.acme,
@@ -164,6 +177,8 @@ LISTS = {
     "search_list": ("/v1/search?q=crowd", False),
     "workspaces_service_accounts_list": ("/v1/workspaces/{workspace}/service-accounts", False),
     "service_accounts_keys_list": ("/v1/service-accounts/{service-account}/keys", True),
+    "workspaces_oauth_apps_list": ("/v1/workspaces/{workspace}/oauth-apps", False),
+    "users_me_authorizations_list": ("/v1/users/me/authorizations", True),
 }
 # Variants of the lists above whose rows come another way: git's order of a branch.
 VARIANTS = {

@@ -103,7 +103,10 @@ def _concrete(path: str, ids: dict) -> str:
         "users": ids["user"],
         "api-keys": ids["api-key"],
         "service-accounts": ids["service-account"],
+        "oauth-apps": ids["oauth-app"],
     }
+    if path.startswith("/v1/users/me/authorizations/"):
+        own["users"] = ids["authorization"]
     values = {
         "id": own.get(resource),
         "project_id": ids["project"],
@@ -204,7 +207,7 @@ def test_ids_past_64_bits_are_404s_on_every_route(swept, method):
                 response = client.generic(method, path, "{}", content_type="application/json")
                 where = f"{method} {path}"
                 # Keys are managed with a JWT only: an API key is refused before any lookup.
-                expected = {404, 405} | ({403} if needs_jwt(name) else set())
+                expected = {404, 405} | ({403} if needs_jwt(name, method) else set())
                 assert response.status_code in expected, (where, response.content[:200])
                 assert response.json()["success"] is False, where
 
@@ -238,6 +241,12 @@ VALID_BODIES = {
     "PullRequestUpdateRequest": {},
     "ExportCreateRequest": {"include_events": False},
     "ServiceAccountInputRequest": {"name": "Bot"},
+    "OAuthAppInputRequest": {
+        "name": "App",
+        "redirect_uris": ["https://app.example.test/callback"],
+        "scopes": ["issues:read"],
+    },
+    "OAuthAppUpdateRequest": {},
 }
 HOSTILE_FIELD_VALUES = (
     "\x00",

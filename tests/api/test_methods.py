@@ -83,6 +83,8 @@ def _path(name: str, regex: str, ids: dict) -> str:
     """A concrete path for a route: each identifier is the swept world's own record."""
     resource = {
         "service-account": "service-account",
+        "oauth-app": "oauth-app",
+        "authorization": "authorization",
         "api-key": "api-key",
         "user": "user",
         "workspace": "workspace",

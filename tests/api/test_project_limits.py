@@ -141,7 +141,7 @@ def test_a_key_limited_to_projects_reaches_nothing_outside_them(limits, name, re
             assert error["details"] == {"project_limited": True}, where
         elif (name, "GET") in REFUSED and method == "HEAD":
             assert status == 403, where
-        elif needs_jwt(name) and method != "OPTIONS":  # 403 before any limit
+        elif needs_jwt(name, method) and method != "OPTIONS":  # 403 before any limit
             assert status in {403, 405}, where
         json_body = response.get("Content-Type", "").startswith("application/json")
         if method == "GET" and status == 200 and json_body and not response.streaming:

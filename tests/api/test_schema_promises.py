@@ -243,6 +243,11 @@ def _bodies(world, origin, receiver) -> dict[str, dict]:
         "workspaces_invitations_create": {"email": "linked@example.test"},
         "workspaces_service_accounts_create": {"name": "Linked bot"},
         "service_accounts_keys_create": {"name": "linked", "scopes": ["issues:read"]},
+        "workspaces_oauth_apps_create": {
+            "name": "Linked app",
+            "redirect_uris": ["https://app.example.test/callback"],
+            "scopes": ["issues:read"],
+        },
         # Answers 202; built at once here (the walk runs what a commit queues), so the
         # workspace's list of exports has an item to follow.
         "workspaces_exports_create": {},

@@ -7,6 +7,7 @@ such field, sent with a line break on its route, answers 422 and changes nothing
 
 import pytest
 from drf_spectacular.generators import SchemaGenerator
+from oauth2_provider.models import Application
 from rest_framework import serializers
 from rest_framework_simplejwt.tokens import AccessToken
 
@@ -14,6 +15,7 @@ from accounts import services as account_services
 from accounts.models import ApiKey, Invitation, User, Workspace
 from collab.api.fields import single_line
 from gitintegration.models import PullRequest, Repository
+from integrations.oauth import oauth_app_create
 from integrations.services import service_account_create
 from issues.models import Issue, Label
 from notifications.models import Webhook
@@ -118,6 +120,7 @@ def targets(world):
         "webhook": WebhookFactory(project=world.project),
         "invitation_token": token,
         "robot": service_account_create(workspace=world.acme, actor=world.owner, name="Bot"),
+        "app": oauth_app_create(workspace=world.acme, actor=world.owner, **APP)[0],
     }
 
 
@@ -130,6 +133,12 @@ REPOSITORY = {"name": "repo", "clone_url": "https://git.example.test/r.git"}
 PULL = {"title": "Fine", "head": "feature", "base": "main"}
 HOOK = {"url": "http://127.0.0.1:9/h", "events": ["*"]}
 KEY = {"name": "ci", "scopes": ["projects:read"]}
+APP = {
+    "name": "App",
+    "client_type": "confidential",
+    "redirect_uris": ["https://app.example.test/callback"],
+    "scopes": ["issues:read"],
+}
 ACCEPT = {"token": "{invitation_token}", "name": "Nina", "password": "violet-Trombone-42"}
 
 # (method, the schema's path, field) -> the client, the path, a body with a control character
@@ -293,6 +302,33 @@ CASES = {
         "name",
         ApiKey,
         "name",
+    ),
+    ("POST", "/v1/workspaces/{workspace_id}/oauth-apps", "name"): case(
+        "jwt",
+        "/v1/workspaces/{workspace}/oauth-apps",
+        {**APP, "name": INJECTED},
+        "name",
+        Application,
+        "name",
+    ),
+    ("POST", "/v1/workspaces/{workspace_id}/oauth-apps", "redirect_uris"): case(
+        "jwt",
+        "/v1/workspaces/{workspace}/oauth-apps",
+        {**APP, "redirect_uris": ["https://app.example.test/c\x01b"]},
+        "redirect_uris.0",
+        Application,
+        "redirect_uris",
+    ),
+    ("PATCH", "/v1/oauth-apps/{pk}", "name"): case(
+        "api", "/v1/oauth-apps/{app}", {"name": INJECTED}, "name", Application, "name"
+    ),
+    ("PATCH", "/v1/oauth-apps/{pk}", "redirect_uris"): case(
+        "api",
+        "/v1/oauth-apps/{app}",
+        {"redirect_uris": ["https://app.example.test/c\nb"]},
+        "redirect_uris.0",
+        Application,
+        "redirect_uris",
     ),
     ("POST", "/v1/service-accounts/{pk}/keys", "expiresIn"): case(
         "jwt",

@@ -7,7 +7,6 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from tests.browser.chromium import Chromium, executable
 from tests.conftest import assert_ok
 
 PAGE_POLICY = {
@@ -56,15 +55,6 @@ def test_the_docs_load_their_script_from_their_own_url(client):
     script = client.get("/v1/docs?script=")
     assert script.status_code == 200
     assert script["Content-Type"].startswith("application/javascript")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if executable() is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    chromium = Chromium(str(tmp_path / "profile"))
-    yield chromium
-    chromium.close()
 
 
 def admin_pages(world) -> list[str]:
