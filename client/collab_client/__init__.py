@@ -9,7 +9,7 @@ with Collab("http://127.0.0.1:8000", api_key="clb_...") as client:
 
 from . import models, webhooks
 from ._client import AsyncCollab, Collab
-from ._core import RateLimit, RetryPolicy
+from ._core import RateLimit, RetryPolicy, Session
 from ._types import UNSET
 from ._version import __version__
 from .errors import (
@@ -59,6 +59,7 @@ __all__ = [
     "RetryPolicy",
     "ServerError",
     "ServiceUnavailable",
+    "Session",
     "Unauthorized",
     "UnsupportedMediaType",
     "ValidationError",

@@ -10,13 +10,22 @@ async with await AsyncCollab.login(url, email=..., password=...) as client:
 import asyncio
 import copy
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Self
 
 import httpx
 
 from . import _stream, resources
-from ._core import BaseClient, Call, RetryPolicy, Session, clean_params, download_sink
+from ._core import (
+    OAUTH_TOKEN_PATH,
+    BaseClient,
+    Call,
+    RetryPolicy,
+    Session,
+    clean_params,
+    download_sink,
+    oauth_code_form,
+)
 from .errors import CollabError, error_from_response
 from .models import Event
 from .pagination import AsyncPager, Pager
@@ -82,6 +91,46 @@ class Collab(BaseClient):
         client = cls(base_url, **options)
         pair = client.request("POST", "/v1/auth/login", json={"email": email, "password": password})
         client.session = Session.from_pair(pair)
+        return client
+
+    @classmethod
+    def oauth(
+        cls,
+        base_url: str,
+        *,
+        client_id: str,
+        client_secret: str | None = None,
+        tokens: dict[str, Any] | None = None,
+        code: str | None = None,
+        code_verifier: str | None = None,
+        redirect_uri: str | None = None,
+        on_refresh: Callable[[Session], None] | None = None,
+        **options: Any,
+    ) -> Self:
+        """An OAuth app's client, acting for the user who authorised it: with the ``tokens``
+        the app kept (``access_token``, ``refresh_token``, ``expires_in``), or by exchanging
+        the ``code`` its redirect URI was given (with the PKCE ``code_verifier`` and that
+        ``redirect_uri``). The tokens renew themselves as they expire; ``on_refresh`` is told
+        each new pair (keep its refresh token: the old one is spent)."""
+        client = cls(base_url, **options)
+        if tokens is None:
+            response = client._http.post(
+                OAUTH_TOKEN_PATH,
+                data=oauth_code_form(
+                    code=code or "",
+                    code_verifier=code_verifier or "",
+                    redirect_uri=redirect_uri or "",
+                    client_id=client_id,
+                    client_secret=client_secret,
+                ),
+                headers={"User-Agent": client.user_agent},
+            )
+            if response.status_code != 200:
+                raise error_from_response(response)
+            tokens = response.json()
+        client.session = Session.from_pair(
+            tokens, client_id=client_id, client_secret=client_secret, on_refresh=on_refresh
+        )
         return client
 
     def logout(self) -> None:
@@ -155,15 +204,13 @@ class Collab(BaseClient):
     def _refresh(self) -> bool:
         """Rotate the session's tokens; False when the refresh token is no longer good."""
         assert self.session is not None
-        response = self._http.post(
-            "/v1/auth/refresh",
-            json={"refresh_token": self.session.refresh_token},
-            headers={"User-Agent": self.user_agent},
-        )
+        path, body = self.session.refresh_request()
+        response = self._http.post(path, **body, headers={"User-Agent": self.user_agent})
         self._note(response)
-        if response.status_code != 200:
+        renewed = self.session.renewed(response)
+        if renewed is None:
             return False
-        self.session = Session.from_pair(response.json()["data"])
+        self.session = renewed
         return True
 
     def paginate(self, path: str, params: dict[str, Any], model: Any) -> Pager[Any]:
@@ -269,6 +316,42 @@ class AsyncCollab(BaseClient):
         client.session = Session.from_pair(pair)
         return client
 
+    @classmethod
+    async def oauth(
+        cls,
+        base_url: str,
+        *,
+        client_id: str,
+        client_secret: str | None = None,
+        tokens: dict[str, Any] | None = None,
+        code: str | None = None,
+        code_verifier: str | None = None,
+        redirect_uri: str | None = None,
+        on_refresh: Callable[[Session], None] | None = None,
+        **options: Any,
+    ) -> Self:
+        """``Collab.oauth``, awaited."""
+        client = cls(base_url, **options)
+        if tokens is None:
+            response = await client._http.post(
+                OAUTH_TOKEN_PATH,
+                data=oauth_code_form(
+                    code=code or "",
+                    code_verifier=code_verifier or "",
+                    redirect_uri=redirect_uri or "",
+                    client_id=client_id,
+                    client_secret=client_secret,
+                ),
+                headers={"User-Agent": client.user_agent},
+            )
+            if response.status_code != 200:
+                raise error_from_response(response)
+            tokens = response.json()
+        client.session = Session.from_pair(
+            tokens, client_id=client_id, client_secret=client_secret, on_refresh=on_refresh
+        )
+        return client
+
     async def logout(self) -> None:
         if self.session is None:
             return
@@ -335,15 +418,13 @@ class AsyncCollab(BaseClient):
 
     async def _refresh(self) -> bool:
         assert self.session is not None
-        response = await self._http.post(
-            "/v1/auth/refresh",
-            json={"refresh_token": self.session.refresh_token},
-            headers={"User-Agent": self.user_agent},
-        )
+        path, body = self.session.refresh_request()
+        response = await self._http.post(path, **body, headers={"User-Agent": self.user_agent})
         self._note(response)
-        if response.status_code != 200:
+        renewed = self.session.renewed(response)
+        if renewed is None:
             return False
-        self.session = Session.from_pair(response.json()["data"])
+        self.session = renewed
         return True
 
     def paginate(self, path: str, params: dict[str, Any], model: Any) -> AsyncPager[Any]:

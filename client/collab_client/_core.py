@@ -11,9 +11,9 @@ import tempfile
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlencode
@@ -41,6 +41,8 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Sign-in paths take no Idempotency-Key (they are not replayed) and never refresh a session.
 SIGN_IN_PATHS = ("/v1/auth/", "/v1/invitations/accept")
+# Where an OAuth app's tokens are had and renewed (outside the API's /v1/, and its envelope).
+OAUTH_TOKEN_PATH = "/oauth/token"
 
 
 @dataclass(frozen=True)
@@ -86,22 +88,81 @@ class RetryPolicy:
 
 @dataclass
 class Session:
-    """A JWT sign-in: the pair of tokens, and when the access token runs out."""
+    """A sign-in that renews itself: a JWT pair (``Collab.login``), or an OAuth app's tokens
+    (``Collab.oauth``: ``client_id`` set, renewed at the token endpoint, each refresh token
+    spent once). ``on_refresh`` is told each renewed session, so that an app keeps the new
+    refresh token."""
 
     access_token: str
     refresh_token: str
     expires_at: float
+    client_id: str | None = None
+    client_secret: str | None = None
+    on_refresh: Callable[["Session"], None] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_pair(cls, pair: dict[str, Any]) -> "Session":
+    def from_pair(cls, pair: dict[str, Any], **app: Any) -> "Session":
         return cls(
             access_token=pair["access_token"],
             refresh_token=pair["refresh_token"],
             expires_at=time.time() + float(pair.get("expires_in") or 900),
+            **app,
         )
 
     def stale(self) -> bool:
         return time.time() > self.expires_at - 30
+
+    def refresh_request(self) -> tuple[str, dict[str, Any]]:
+        """Where and what to send to renew it."""
+        if self.client_id is None:
+            return "/v1/auth/refresh", {"json": {"refresh_token": self.refresh_token}}
+        form = {
+            "grant_type": "refresh_token",
+            "refresh_token": self.refresh_token,
+            "client_id": self.client_id,
+        }
+        if self.client_secret:
+            form["client_secret"] = self.client_secret
+        return OAUTH_TOKEN_PATH, {"data": form}
+
+    def renewed(self, response: httpx.Response) -> "Session | None":
+        """The session a renewal's answer gives (None when it was refused), told to
+        ``on_refresh``."""
+        if response.status_code != 200:
+            return None
+        body = response.json()
+        pair = body if self.client_id is not None else body["data"]
+        session = Session.from_pair(
+            pair,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            on_refresh=self.on_refresh,
+        )
+        if session.on_refresh is not None:
+            session.on_refresh(session)
+        return session
+
+
+def oauth_code_form(
+    *,
+    code: str,
+    code_verifier: str,
+    redirect_uri: str,
+    client_id: str,
+    client_secret: str | None = None,
+) -> dict[str, str]:
+    """The token endpoint's form that exchanges an authorization code (with its PKCE
+    verifier) for an app's tokens."""
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "code_verifier": code_verifier,
+        "redirect_uri": redirect_uri,
+        "client_id": client_id,
+    }
+    if client_secret:
+        form["client_secret"] = client_secret
+    return form
 
 
 class ETagCache:

@@ -7,6 +7,9 @@
     collab keys create --name ci --scope issues:read --expires-in 90d   # signs in (JWT)
     collab service-accounts create --workspace 1 --name "CI bot" --project 1
     collab keys create --service-account 7 --name nightly --scope issues:write --project 1
+    collab apps create --workspace 1 --name Sync --redirect-uri https://sync.example/cb \
+        --scope issues:write                                    # signs in (JWT)
+    collab authorizations list                                  # signs in (JWT)
     collab events tail --project 1 --types 'issue.*'
     collab export create --workspace 1 --output acme.tar.gz   # waits, then downloads
 
@@ -32,6 +35,8 @@ COLUMNS = {
     "issues": ["id", "number", "title", "status", "priority", "type", "assignee_id", "labels"],
     "keys": ["id", "name", "prefix", "scopes", "projects", "expires_at", "revoked"],
     "service-accounts": ["id", "name", "handle", "role", "projects", "tier"],
+    "apps": ["id", "name", "client_id", "client_type", "redirect_uris", "scopes"],
+    "authorizations": ["id", "app", "scopes", "projects", "updated_at"],
     "workspaces": ["id", "name", "slug", "role"],
     "users": ["id", "email", "name", "role", "status"],
     "exports": ["id", "status", "created_at", "completed_at", "size", "expires_at", "error"],
@@ -53,6 +58,8 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, list):
         return ",".join(str(item) for item in value)
+    if isinstance(value, dict):  # a record inside the row (an authorization's app): its name
+        return str(value.get("name", value.get("id", "")))
     return str(value)
 
 
@@ -76,6 +83,8 @@ def _show(result: Any, args: argparse.Namespace, kind: str) -> None:
     columns = COLUMNS.get(kind) or sorted({key for row in rows for key in row})
     if kind == "keys" and rows and "key" in rows[0]:
         columns = [*columns, "key"]
+    if kind == "apps" and rows and rows[0].get("client_secret"):
+        columns = [*columns, "client_secret"]  # made now: shown once
     print(table(rows, columns))
 
 
@@ -123,8 +132,42 @@ def _service_accounts(client: Collab, args: argparse.Namespace) -> None:
         print(f"Deleted service account {args.id}; its keys no longer work.")
 
 
+def _apps(client: Collab, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        _show(_limit(client.oauth_apps.list(args.workspace), args.limit), args, "apps")
+    elif args.action == "create":
+        app = client.oauth_apps.create(
+            args.workspace,
+            name=args.name,
+            client_type="public" if args.public else "confidential",
+            redirect_uris=args.redirect_uri,
+            scopes=args.scope,
+        )
+        _show(app, args, "apps")
+    elif args.action == "delete":
+        client.oauth_apps.delete(args.id)
+        print(f"Deleted app {args.id}; its tokens no longer work.")
+
+
+def _authorizations(client: Collab, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        _show(_limit(client.authorizations.list(), args.limit), args, "authorizations")
+    elif args.action == "revoke":
+        client.authorizations.revoke(args.id)
+        print(f"Revoked authorization {args.id}; the app's tokens no longer work.")
+
+
+# What takes a sign-in (JWT): keys, an app's registration (a client secret), authorizations.
+SIGNED_IN = {("apps", "create"), ("authorizations", "list"), ("authorizations", "revoke")}
+
+
 def run(args: argparse.Namespace) -> None:
     command = (args.resource, args.action)
+    if command in SIGNED_IN:
+        with _client(args, jwt=True) as client:
+            (_apps if args.resource == "apps" else _authorizations)(client, args)
+            client.logout()
+        return
     if args.resource == "keys":
         with _client(args, jwt=True) as client:
             if command == ("keys", "create"):
@@ -149,6 +192,8 @@ def run(args: argparse.Namespace) -> None:
     with _client(args) as client:
         if args.resource == "service-accounts":
             _service_accounts(client, args)
+        elif args.resource == "apps":
+            _apps(client, args)
         elif command == ("projects", "list"):
             projects = client.projects.list(workspace_id=args.workspace, status=args.status)
             _show(_limit(projects, args.limit), args, "projects")
@@ -312,6 +357,29 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--tier", choices=["standard", "premium", "enterprise"], default="standard")
     delete = robots.add_parser("delete", parents=[common])
     delete.add_argument("id", type=int)
+
+    apps = resources.add_parser(
+        "apps", help="a workspace's OAuth apps (third-party tools people authorise)"
+    ).add_subparsers(dest="action", required=True)
+    apps.add_parser("list", parents=[common, of_workspace])
+    create = apps.add_parser("create", parents=[common, of_workspace, sign_in])
+    create.add_argument("--name", required=True)
+    create.add_argument(
+        "--redirect-uri", action="append", required=True, help="https, or http on the loopback"
+    )
+    create.add_argument("--scope", action="append", required=True, help="repeat for several")
+    create.add_argument(
+        "--public", action="store_true", help="a public client (no secret: PKCE alone)"
+    )
+    delete = apps.add_parser("delete", parents=[common])
+    delete.add_argument("id", type=int)
+
+    authorizations = resources.add_parser(
+        "authorizations", help="the apps you authorised"
+    ).add_subparsers(dest="action", required=True)
+    authorizations.add_parser("list", parents=[common, sign_in])
+    revoke = authorizations.add_parser("revoke", parents=[common, sign_in])
+    revoke.add_argument("id", type=int)
 
     export = resources.add_parser("export", help="a workspace as one archive").add_subparsers(
         dest="action", required=True

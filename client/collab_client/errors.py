@@ -173,15 +173,19 @@ BY_STATUS: dict[int, type[CollabError]] = {
 
 
 def error_from_response(response: httpx.Response) -> CollabError:
-    """The exception for an error answer, from its envelope (or its status alone)."""
+    """The exception for an error answer, from its envelope (or OAuth's error, or its status
+    alone)."""
     code, message = None, response.reason_phrase or "Error"
     details: dict[str, Any] = {}
     try:
         body = response.json()
         error = body.get("error") or {}
-        code = error.get("code")
-        message = error.get("message") or message
-        details = error.get("details") or {}
+        if isinstance(error, str):  # OAuth's own form (RFC 6749): {"error", "error_description"}
+            code, message = error, body.get("error_description") or error
+        else:
+            code = error.get("code")
+            message = error.get("message") or message
+            details = error.get("details") or {}
     except (ValueError, AttributeError):
         pass
     cls = BY_CODE.get(code or "") or BY_STATUS.get(response.status_code)

@@ -15,6 +15,7 @@ import threading
 import time
 
 import collab_client
+import httpx
 import pytest
 from collab_client import AsyncCollab, Collab, webhooks
 from collab_client.models import Event, Issue, Project
@@ -24,6 +25,7 @@ from collab.api.scopes import ALL_SCOPES
 from issues.models import Issue as IssueRow
 from tests.factories import PASSWORD as FACTORY_PASSWORD
 from tests.factories import make_api_key, make_issue
+from tests.integrations.oauth import REDIRECT_URI, consent_over_http, pkce_pair
 from tests.liveserver import (
     asgi_server,
     celery_worker,
@@ -205,6 +207,69 @@ def test_login_refresh_logout_and_a_key_made_by_the_client(world, server):
         session.auth.refresh(refresh_token=last_refresh)
 
 
+def test_an_oauth_app_acts_through_the_client_and_renews_its_tokens(world, server):
+    """An app registered with the client, authorised by a person, exchanging its code with
+    ``Collab.oauth`` and renewing its tokens by itself, until the person revokes it."""
+    world.owner.password = make_password(PASSWORD)
+    world.owner.save(update_fields=["password"])
+    session = Collab.login(server["url"], email=world.owner.email, password=PASSWORD)
+    app = session.oauth_apps.create(
+        world.acme.pk,
+        name="Sync",
+        client_type="confidential",
+        redirect_uris=[REDIRECT_URI],
+        scopes=["issues:write", "projects:read"],
+    )
+    assert app.client_secret and [a.id for a in session.oauth_apps.list(world.acme.pk)] == [app.id]
+    verifier, challenge = pkce_pair()
+    with httpx.Client(base_url=server["url"]) as browser:
+        code = consent_over_http(
+            browser,
+            email=world.developer.email,
+            password=FACTORY_PASSWORD,
+            app={
+                "client_id": app.client_id,
+                "redirect_uris": app.redirect_uris,
+                "scopes": app.scopes,
+            },
+            challenge=challenge,
+            projects=[world.project.pk],
+        )
+    kept: list[collab_client.Session] = []
+    as_app = Collab.oauth(
+        server["url"],
+        client_id=app.client_id,
+        client_secret=app.client_secret,
+        code=code,
+        code_verifier=verifier,
+        redirect_uri=REDIRECT_URI,
+        on_refresh=kept.append,
+    )
+    made = as_app.issues.create(world.project.pk, title="From the app")
+    assert made.reporter_id == world.developer.pk
+    # Its access token runs out: it renews itself, and the app is told the new pair.
+    spent = as_app.session.refresh_token
+    as_app.session.expires_at = 0
+    assert [p.id for p in as_app.projects.list()] == [world.project.pk]
+    assert len(kept) == 1 and kept[0].refresh_token not in (spent, None)
+    # An OAuth error (RFC 6749) is raised as the client raises any: its code kept.
+    with pytest.raises(collab_client.BadRequest) as refused:
+        Collab.oauth(
+            server["url"],
+            client_id=app.client_id,
+            client_secret=app.client_secret,
+            code="not-a-code",
+            code_verifier=verifier,
+            redirect_uri=REDIRECT_URI,
+        )
+    assert refused.value.code == "invalid_grant"
+    mine = Collab.login(server["url"], email=world.developer.email, password=FACTORY_PASSWORD)
+    [authorization] = mine.authorizations.list()
+    mine.authorizations.revoke(authorization.id)
+    with pytest.raises(collab_client.Unauthorized):
+        as_app.projects.list().all()
+
+
 def test_the_stream_follows_across_a_reconnect(world, server, tmp_path):
     key = make_api_key(world.owner, ALL_SCOPES)
     client = Collab(server["url"], api_key=key)
@@ -373,6 +438,21 @@ def test_the_command_line(world, server):
     assert json.loads(by_robot.stdout)["reporter_id"] == account["id"]
     gone = run("service-accounts", "delete", str(account["id"]))
     assert gone.returncode == 0 and "no longer work" in gone.stdout
+    # An OAuth app: registered over a sign-in (its secret shown once), listed with the key.
+    sign_in = ("--email", world.owner.email, "--password", FACTORY_PASSWORD)
+    app = run(
+        *("apps", "create", "--workspace", workspace, "--name", "Sync", *sign_in),
+        *("--redirect-uri", "https://sync.example.test/cb", "--scope", "issues:write"),
+    )
+    assert app.returncode == 0, app.stderr
+    header = app.stdout.splitlines()[0].split()
+    assert header[:3] == ["ID", "NAME", "CLIENT_ID"] and header[-1] == "CLIENT_SECRET"
+    [listed_app] = json.loads(run("apps", "list", "--workspace", workspace, "--json").stdout)
+    assert listed_app["name"] == "Sync" and "client_secret" not in listed_app
+    none_yet = run("authorizations", "list", *sign_in, "--json")
+    assert none_yet.returncode == 0 and json.loads(none_yet.stdout) == []
+    removed = run("apps", "delete", str(listed_app["id"]))
+    assert removed.returncode == 0 and "no longer work" in removed.stdout
 
 
 def test_an_export_built_by_the_worker_downloads_through_client_and_cli(world, server, tmp_path):

@@ -70,3 +70,30 @@ def token_request(app: dict, **fields) -> dict:
     if app.get("client_secret"):
         body["client_secret"] = app["client_secret"]
     return body
+
+
+def consent_over_http(
+    http, *, email: str, password: str, app: dict, challenge: str, projects: list[int]
+) -> str:
+    """What a person's browser does, done with an ``httpx.Client`` on a live server: sign in
+    on the sign-in page, allow the app for ``projects``; the code the app is sent back."""
+    http.get("/oauth/login")
+    signed_in = http.post(
+        "/oauth/login",
+        data={"username": email, "password": password, "next": "/oauth/authorize"},
+        headers={"X-CSRFToken": http.cookies["csrftoken"]},
+    )
+    assert signed_in.status_code == 302, signed_in.text
+    query = parse_qs(urlsplit(authorize_path(app, challenge)).query)
+    allowed = http.post(
+        "/oauth/authorize",
+        data={
+            **{name: values[0] for name, values in query.items()},
+            "scope": " ".join(app["scopes"]),
+            "projects": [str(project) for project in projects],
+            "allow": "on",
+        },
+        headers={"X-CSRFToken": http.cookies["csrftoken"]},
+    )
+    assert allowed.status_code == 302, allowed.text
+    return code_of(allowed.headers["Location"])
