@@ -11,10 +11,12 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
+from collab.api.acting import acting_set
+from collab.api.ratelimit import client_address
 from collab.api.scopes import ALL_GRANTED, expand
 from collab.db.prepared import PreparedQuery
 
-from . import keys, oauth
+from . import audit, keys, oauth
 from .models import ApiKey, User
 from .token_denylist import access_token_user
 
@@ -54,7 +56,7 @@ class BearerAuthentication(BaseAuthentication):
         outcome = getattr(django_request, "_bearer_outcome", _NOT_YET)
         if outcome is _NOT_YET:
             try:
-                outcome = self._authenticate(request)
+                outcome = self._authenticate(request, client_address(django_request))
             except exceptions.AuthenticationFailed as exc:
                 outcome = exc
             django_request._bearer_outcome = outcome
@@ -62,7 +64,7 @@ class BearerAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(outcome.detail)
         return outcome
 
-    def _authenticate(self, request):
+    def _authenticate(self, request, address: str):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
@@ -73,15 +75,15 @@ class BearerAuthentication(BaseAuthentication):
                 "The Authorization header must be 'Bearer <API key or token>'."
             )
         if keys.looks_like_key(credential):
-            return self._authenticate_key(credential)
+            return self._authenticate_key(credential, address)
         if oauth.looks_like_access_token(credential):
-            return self._authenticate_app(credential)
-        return self._authenticate_jwt(credential)
+            return self._authenticate_app(credential, address)
+        return self._authenticate_jwt(credential, address)
 
     def authenticate_header(self, request):
         return f'{self.keyword} realm="api"'
 
-    def _authenticate_key(self, raw: str):
+    def _authenticate_key(self, raw: str, address: str):
         if not keys.is_well_formed(raw):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         api_key = api_key_with_user(keys.hash_key(raw))
@@ -94,14 +96,18 @@ class BearerAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("This API key has expired.")
         if not api_key.user.is_active:
             raise exceptions.AuthenticationFailed("The account of this API key is not active.")
-        _touch_last_used(api_key, now)
+        new_address = _touch_last_used(api_key, now, address)
         limit = None if api_key.projects is None else frozenset(api_key.projects)
         # Every selector deciding what the caller sees reads it from the user
         # (accounts.roles.project_limit), built for this request alone.
         api_key.user.project_limit = limit
-        return api_key.user, Credential("api_key", expand(api_key.scopes), api_key, limit)
+        credential = Credential("api_key", expand(api_key.scopes), api_key, limit)
+        _acting_record(api_key.user, credential, address)
+        if new_address:
+            audit.key_audit("api_key.used_from_new_address", api_key, actor=api_key.user)
+        return api_key.user, credential
 
-    def _authenticate_app(self, raw: str):
+    def _authenticate_app(self, raw: str, address: str):
         try:
             access = oauth.app_access(raw)
         except oauth.Refused as refused:
@@ -110,9 +116,17 @@ class BearerAuthentication(BaseAuthentication):
         credential = Credential(
             "oauth", access.scopes, projects=access.projects, application_id=access.application_id
         )
+        _acting_record(access.user, credential, address)
+        audit.authorization_address_note(
+            access.authorization_id,
+            access.addresses,
+            address,
+            user=access.user,
+            subject=access.app,
+        )
         return access.user, credential
 
-    def _authenticate_jwt(self, raw: str):
+    def _authenticate_jwt(self, raw: str, address: str):
         backend = JWTAuthentication()
         try:
             token = backend.get_validated_token(raw.encode())
@@ -127,7 +141,22 @@ class BearerAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("The account of this token is not active.")
         if ended:
             raise exceptions.AuthenticationFailed("This token has been revoked (logged out).")
-        return user, Credential("jwt", ALL_GRANTED)
+        credential = Credential("jwt", ALL_GRANTED)
+        _acting_record(user, credential, address)
+        return user, credential
+
+
+def _acting_record(user: User, credential: Credential, address: str) -> None:
+    """Who this request acts as, through what and from where (collab.api.acting): what its
+    writes record."""
+    acting_set(
+        user_id=user.pk,
+        kind=user.kind,
+        credential="oauth_app" if credential.kind == "oauth" else credential.kind,
+        key_id=credential.api_key.pk if credential.api_key is not None else None,
+        app_id=credential.application_id,
+        address=address,
+    )
 
 
 def _key_and_user_fields() -> tuple[list[str], list[str]]:
@@ -161,12 +190,22 @@ def api_key_with_user(key_hash: str) -> ApiKey | None:
     return api_key
 
 
-def _touch_last_used(api_key: ApiKey, now) -> None:
-    """Record use at most once a minute: a conditional UPDATE, skipped entirely when fresh."""
+def _touch_last_used(api_key: ApiKey, now, address: str) -> bool:
+    """Record use at most once a minute, and an address the key was not used from before: one
+    UPDATE at most, none at all when both are known. Whether the address is new."""
     threshold = now - LAST_USED_RESOLUTION
-    if api_key.last_used_at is not None and api_key.last_used_at > threshold:
-        return
-    ApiKey.objects.filter(pk=api_key.pk).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
-    ).update(last_used_at=now)
-    api_key.last_used_at = now
+    stale = api_key.last_used_at is None or api_key.last_used_at <= threshold
+    addresses = audit.address_noted(list(api_key.addresses or []), address)
+    if addresses is not None:
+        # Two first requests from one address at once may both record it: an audit log says
+        # too much rather than too little.
+        changes: dict = {"addresses": addresses, **({"last_used_at": now} if stale else {})}
+        ApiKey.objects.filter(pk=api_key.pk).update(**changes)
+        api_key.addresses = addresses
+    elif stale:
+        ApiKey.objects.filter(pk=api_key.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
+        ).update(last_used_at=now)
+    if stale:
+        api_key.last_used_at = now
+    return addresses is not None

@@ -163,6 +163,9 @@ class ApiKey(models.Model):
     projects = models.JSONField(null=True, blank=True, default=None)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # The addresses it was used from, the latest last (at most ADDRESSES_KEPT): a new one is
+    # written down, with an entry in the audit log of its owner's workspaces.
+    addresses = models.JSONField(default=list, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -211,6 +214,32 @@ class OAuthApp(models.Model):
         return self.application_id
 
 
+class AuditEntry(models.Model):
+    """One credential event of a workspace, for its owners and admins
+    (``GET /v1/workspaces/:id/audit-log``): a key or an app's token made, used for the first
+    time from an address, revoked; an app registered or authorised; a service account
+    changed. Who did it and through what credential, from which address."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    type = models.CharField(max_length=64)
+    # A plain id, as the event log's: the entry outlives its actor.
+    actor_id = models.BigIntegerField(null=True, blank=True)
+    actor_detail = models.JSONField(null=True, blank=True)
+    # What it is about: {"api_key": {...}}, {"app": {...}}, {"authorization": {...}} or
+    # {"service_account": {...}}, as the API shows them (never a secret).
+    subject = models.JSONField(default=dict)
+    address = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["workspace", "-id"], name="audit_of_workspace")]
+
+    def __str__(self):
+        return f"{self.type} #{self.pk}"
+
+
 class AppAuthorization(models.Model):
     """A user's consent to an app: what its tokens for this user reach (the scopes granted
     and the projects the user chose). Its tokens work only while it exists: revoking it
@@ -224,6 +253,8 @@ class AppAuthorization(models.Model):
     )
     scopes = models.JSONField(default=list)
     projects = models.JSONField(default=list)
+    # The addresses its tokens were used from, as an API key's.
+    addresses = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -80,6 +80,10 @@ class AppAccess:
     token_id: int
     scopes: frozenset[str]
     projects: frozenset[int]
+    authorization_id: int
+    # The addresses its tokens were used from (accounts.audit), and the app as it names it.
+    addresses: list[str]
+    app: dict
 
 
 def app_access(raw: str) -> AppAccess:
@@ -101,7 +105,16 @@ def app_access(raw: str) -> AppAccess:
     # projects in either reach the tokens already given.
     authorization = (
         AppAuthorization.objects.filter(user_id=token.user_id, application_id=token.application_id)
-        .values("scopes", "projects", "application__registration__scopes")
+        .values(
+            "id",
+            "scopes",
+            "projects",
+            "addresses",
+            "application__name",
+            "application__client_id",
+            "application__registration__scopes",
+            "application__registration__workspace_id",
+        )
         .first()
     )
     if authorization is None:
@@ -119,4 +132,12 @@ def app_access(raw: str) -> AppAccess:
         token_id=token.pk,
         scopes=granted,
         projects=frozenset(authorization["projects"]),
+        authorization_id=authorization["id"],
+        addresses=list(authorization["addresses"] or []),
+        app={
+            "id": token.application_id,
+            "name": authorization["application__name"],
+            "client_id": authorization["application__client_id"],
+            "workspace_id": authorization["application__registration__workspace_id"],
+        },
     )

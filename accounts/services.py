@@ -32,7 +32,7 @@ from collab.api.scopes import invalid_scopes
 from collab.unset import UNSET, Maybe, Unset
 from events.services import event_record
 
-from . import invitation_tokens, keys, login_protection, signals, token_denylist
+from . import audit, invitation_tokens, keys, login_protection, signals, token_denylist
 from .handles import HANDLE_RE, HANDLE_RULE
 from .models import ApiKey, Invitation, Membership, Role, User, Workspace
 from .records import invitation_record
@@ -235,6 +235,7 @@ def _ensure_another_owner(membership: Membership) -> None:
         raise Conflict("A workspace keeps at least one owner.")
 
 
+@transaction.atomic
 def api_key_create(
     *,
     user: User,
@@ -242,10 +243,12 @@ def api_key_create(
     scopes: list[str],
     expires_in: str | int | None = None,
     projects: Collection[int] | None = None,
+    actor: User | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which is never available again.
     ``projects``: the ids it is limited to (None: not limited), which the caller has found
-    ``user`` may see (integrations.services.api_key_issue)."""
+    ``user`` may see (integrations.services.api_key_issue). Recorded in the audit log of
+    ``user``'s workspaces, made by ``actor`` (``user`` when not given)."""
     unknown = invalid_scopes(scopes)
     if unknown:
         raise ValidationFailed.field("scopes", f"Unknown scopes: {', '.join(unknown)}.")
@@ -267,12 +270,20 @@ def api_key_create(
         expires_at=now + lifetime if lifetime else None,
         created_at=now,
     )
+    audit.key_audit("api_key.created", api_key, actor=actor or user)
     return api_key, plaintext
 
 
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+@transaction.atomic
+def api_key_revoke(*, api_key: ApiKey, actor: User | None = None) -> ApiKey:
+    """Revoke it now (once: a revoked key stays as it was), in the audit log by ``actor``
+    (None: an operator's command)."""
+    revoked = ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
     api_key.refresh_from_db(fields=["revoked_at"])
+    if revoked:
+        audit.key_audit("api_key.revoked", api_key, actor=actor)
     return api_key
 
 

@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from collab.admin import ReadOnlyAdmin
+
 from .models import Event
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(ReadOnlyAdmin):
     """The event log, read-only: it is append-only, and webhooks and streams replay it."""
 
     list_display = ("id", "type", "workspace_id", "project_id", "actor_id", "created_at")
@@ -25,12 +27,3 @@ class EventAdmin(admin.ModelAdmin):
         "changes",
     )
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

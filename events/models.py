@@ -2,6 +2,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from collab.api.acting import actor_payload
 from collab.api.renderers import iso_z
 
 
@@ -20,6 +21,9 @@ class Event(models.Model):
     workspace_id = models.BigIntegerField(db_index=True)
     project_id = models.BigIntegerField(null=True, blank=True)
     actor_id = models.BigIntegerField(null=True, blank=True)
+    # The actor's kind and the credential it acted through (collab.api.acting), recorded with
+    # the change: {"kind", "via": {"credential", "key_id", "app_id"} or null}.
+    actor_detail = models.JSONField(null=True, blank=True)
     data = models.JSONField(default=dict)
     changes = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -55,6 +59,7 @@ class Event(models.Model):
             "workspace_id": self.workspace_id,
             "project_id": self.project_id,
             "actor_id": self.actor_id,
+            "actor": actor_payload(self.actor_id, self.actor_detail),
             "data": data,
         }
 

@@ -21,6 +21,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from collab.api.acting import actor_described
 from collab.db.writebatch import WriteBatch
 from collab.tracing import current_traceparent
 
@@ -65,11 +66,13 @@ def event_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_record() must run inside the transaction of the change.")
+    actor_id: int | None = actor.pk if isinstance(actor, models.Model) else actor
     values = {
         "type": type,
         "workspace_id": workspace_id,
         "project_id": project_id,
-        "actor_id": getattr(actor, "pk", actor),
+        "actor_id": actor_id,
+        "actor_detail": actor_described(actor_id, getattr(actor, "kind", None)),
         "data": data,
         "changes": changes,
         "traceparent": current_traceparent(),
@@ -90,23 +93,25 @@ def event_record_many(events: list[dict[str, Any]]) -> list[Event]:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_record_many() must run inside the transaction of the change.")
     traceparent = current_traceparent()
-    rows = Event.objects.bulk_create(
-        [
-            Event(
-                type=event["type"],
-                workspace_id=event["workspace_id"],
-                project_id=event.get("project_id"),
-                actor_id=getattr(event.get("actor"), "pk", event.get("actor")),
-                data=event["data"],
-                changes=event.get("changes"),
-                traceparent=traceparent,
-            )
-            for event in events
-        ]
-    )
+    rows = Event.objects.bulk_create([_event_row(event, traceparent) for event in events])
     # One hook for them all: the consumers hand the batch on at once (one fan-out task).
     transaction.on_commit(partial(_events_committed, [row.pk for row in rows]))
     return rows
+
+
+def _event_row(event: dict[str, Any], traceparent: str) -> Event:
+    actor = event.get("actor")
+    actor_id = getattr(actor, "pk", actor)
+    return Event(
+        type=event["type"],
+        workspace_id=event["workspace_id"],
+        project_id=event.get("project_id"),
+        actor_id=actor_id,
+        actor_detail=actor_described(actor_id, getattr(actor, "kind", None)),
+        data=event["data"],
+        changes=event.get("changes"),
+        traceparent=traceparent,
+    )
 
 
 def changes_diff(before: dict[str, Any], after: dict[str, Any]) -> Changes:

@@ -7,8 +7,8 @@ from django.contrib import admin, messages
 from oauth2_provider import models as toolkit
 
 from accounts import services as account_services
-from accounts.models import ApiKey, AppAuthorization, OAuthApp
-from collab.admin import adopt
+from accounts.models import ApiKey, AppAuthorization, AuditEntry, OAuthApp
+from collab.admin import ReadOnlyAdmin, adopt
 from collab.api.exceptions import ValidationFailed
 from collab.api.scopes import ALL_SCOPES
 
@@ -182,7 +182,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke_keys(self, request, queryset):
         revoked = 0
         for api_key in queryset.filter(revoked_at__isnull=True):
-            account_services.api_key_revoke(api_key=api_key)
+            account_services.api_key_revoke(api_key=api_key, actor=request.user)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)
 
@@ -343,3 +343,18 @@ class AppAuthorizationAdmin(admin.ModelAdmin):
             oauth.app_authorization_revoke(authorization=authorization, actor=request.user)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} authorization(s).", messages.SUCCESS)
+
+
+# The audit log ------------------------------------------------------------------------------
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """Read only: what the services recorded of credentials."""
+
+    list_display = ("id", "created_at", "workspace", "type", "actor_id", "address")
+    list_filter = ("type",)
+    list_select_related = ("workspace",)
+    search_fields = ("type", "address", "workspace__name")
+    fields = ("workspace", "type", "actor_id", "actor_detail", "subject", "address", "created_at")
+    readonly_fields = fields

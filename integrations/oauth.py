@@ -16,6 +16,7 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from accounts import audit
 from accounts.models import AppAuthorization, OAuthApp, User, Workspace
 from collab.api.exceptions import ValidationFailed
 from collab.unset import UNSET, Maybe
@@ -154,11 +155,10 @@ def app_authorization_grant(
             "updated_at": now,
         },
     )
-    event_record(
-        type="app.authorized",
-        workspace_id=app.workspace_id,
-        actor=user,
-        data={"authorization": app_authorization_record(authorization)},
+    record = {"authorization": app_authorization_record(authorization)}
+    event_record(type="app.authorized", workspace_id=app.workspace_id, actor=user, data=record)
+    audit.audit_record(
+        type="app.authorized", workspace_ids=[app.workspace_id], actor=user, subject=record
     )
     return authorization
 
@@ -179,15 +179,15 @@ def app_authorization_revoke(*, authorization: AppAuthorization, actor: User) ->
     get_grant_model().objects.filter(**mine).delete()
     authorization.delete()
     if workspace_id is not None:
-        event_record(
-            type="app.revoked",
-            workspace_id=workspace_id,
-            actor=actor,
-            data={"authorization": record},
+        data = {"authorization": record}
+        event_record(type="app.revoked", workspace_id=workspace_id, actor=actor, data=data)
+        audit.audit_record(
+            type="app.revoked", workspace_ids=[workspace_id], actor=actor, subject=data
         )
 
 
 def _app_event(kind: str, app: OAuthApp, *, actor: User) -> None:
-    event_record(
-        type=kind, workspace_id=app.workspace_id, actor=actor, data={"app": oauth_app_record(app)}
-    )
+    """Its event, and its entry in the workspace's audit log."""
+    record = {"app": oauth_app_record(app)}
+    event_record(type=kind, workspace_id=app.workspace_id, actor=actor, data=record)
+    audit.audit_record(type=kind, workspace_ids=[app.workspace_id], actor=actor, subject=record)

@@ -2,7 +2,7 @@
 
 from django.db.models import F, QuerySet
 
-from accounts.models import ApiKey, AppAuthorization, Membership, OAuthApp, User
+from accounts.models import ApiKey, AppAuthorization, AuditEntry, Membership, OAuthApp, User
 from accounts.roles import user_roles
 from collab.api.routers import id_or_none
 from projects.models import ProjectMember
@@ -133,3 +133,11 @@ def app_authorizations_described(
             "workspace_id": app["workspace_id"] if app else None,
         }
     return authorizations
+
+
+# The audit log ------------------------------------------------------------------------------
+
+
+def audit_log(*, workspace_id: int) -> QuerySet[AuditEntry]:
+    """The workspace's audit entries, the newest first."""
+    return AuditEntry.objects.filter(workspace_id=workspace_id).order_by("-id")

@@ -1,10 +1,13 @@
 """What the API says about API keys (the key as listed, as created with the key itself once,
 and what a new one is asked with) and service accounts."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounts.audit import AUDIT_KINDS
 from accounts.models import ApiKey, Role, User
-from collab.api.fields import SingleLineCharField
+from collab.api.acting import ActorSerializer, actor_payload
+from collab.api.fields import EmptyAsNullCharField, SingleLineCharField
 from collab.api.routers import MAX_ID
 from collab.api.scopes import ALL_SCOPES
 
@@ -190,3 +193,28 @@ class AppAuthorizationSerializer(serializers.Serializer):
     user_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+# The audit log ------------------------------------------------------------------------------
+
+
+class AuditEntrySerializer(serializers.Serializer):
+    """One credential event of a workspace."""
+
+    id = serializers.IntegerField()
+    type = serializers.ChoiceField(choices=[(kind, kind) for kind in AUDIT_KINDS])
+    workspace_id = serializers.IntegerField()
+    actor = serializers.SerializerMethodField(
+        help_text="Who did it, and through what credential (null: the service, or an operator's "
+        "command)."
+    )
+    subject = serializers.DictField(
+        help_text="What it is about: `api_key`, `app`, `authorization` or `service_account`, as "
+        "the API shows them (never a secret)."
+    )
+    address = EmptyAsNullCharField(help_text="The address the request came from, when known.")
+    created_at = serializers.DateTimeField()
+
+    @extend_schema_field(ActorSerializer(allow_null=True))
+    def get_actor(self, entry) -> dict | None:
+        return actor_payload(entry.actor_id, entry.actor_detail)

@@ -8,6 +8,7 @@ from django.contrib.auth.hashers import is_password_usable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import audit
 from accounts import services as account_services
 from accounts.handles import handle_candidates
 from accounts.models import ApiKey, Membership, Role, User, Workspace
@@ -42,14 +43,17 @@ def api_key_issue(
     scopes: list[str],
     expires_in: str | int | None = None,
     projects: Collection[int] | None = None,
+    actor: User | None = None,
 ) -> tuple[ApiKey, str]:
-    """A key of ``user`` and its plaintext (shown once), limited to ``projects`` if given."""
+    """A key of ``user`` and its plaintext (shown once), limited to ``projects`` if given,
+    made by ``actor`` (``user`` when not given)."""
     return account_services.api_key_create(
         user=user,
         name=name,
         scopes=scopes,
         expires_in=expires_in,
         projects=projects_seen(user=user, project_ids=projects),
+        actor=actor,
     )
 
 
@@ -206,7 +210,10 @@ def service_account_delete(*, account: ServiceAccount, actor: User) -> None:
     if locked.deleted_at is not None:
         return
     now = timezone.now()
-    ApiKey.objects.filter(user_id=account.pk, revoked_at__isnull=True).update(revoked_at=now)
+    revoked = list(ApiKey.objects.filter(user_id=account.pk, revoked_at__isnull=True))
+    ApiKey.objects.filter(pk__in=[key.pk for key in revoked]).update(revoked_at=now)
+    for api_key in revoked:
+        audit.key_audit("api_key.revoked", api_key, actor=actor)
     for membership in Membership.objects.filter(user_id=account.pk):
         account_services.membership_remove(membership=membership, actor=actor)
     User.objects.filter(pk=account.pk).update(status=User.Status.SUSPENDED)
@@ -223,17 +230,22 @@ def service_account_key_issue(
     scopes: list[str],
     expires_in: str | int | None = None,
     projects: Collection[int] | None = None,
+    actor: User | None = None,
 ) -> tuple[ApiKey, str]:
-    """A key of the service account (``api_key_issue``: limited to projects it sees)."""
+    """A key of the service account (``api_key_issue``: limited to projects it sees), made
+    by ``actor``."""
     return api_key_issue(
-        user=account.user, name=name, scopes=scopes, expires_in=expires_in, projects=projects
+        user=account.user,
+        name=name,
+        scopes=scopes,
+        expires_in=expires_in,
+        projects=projects,
+        actor=actor,
     )
 
 
 def _service_account_event(kind: str, account: ServiceAccount, *, actor: User) -> None:
-    event_record(
-        type=kind,
-        workspace_id=account.workspace_id,
-        actor=actor,
-        data={"service_account": service_account_record(account)},
-    )
+    """Its event, and its entry in the workspace's audit log."""
+    record = {"service_account": service_account_record(account)}
+    event_record(type=kind, workspace_id=account.workspace_id, actor=actor, data=record)
+    audit.audit_record(type=kind, workspace_ids=[account.workspace_id], actor=actor, subject=record)

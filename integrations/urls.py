@@ -5,6 +5,7 @@ from .views import (
     AuthorizationViewSet,
     OAuthAppViewSet,
     ServiceAccountViewSet,
+    WorkspaceAuditLogViewSet,
     WorkspaceOAuthAppViewSet,
     WorkspaceServiceAccountViewSet,
 )
@@ -23,6 +24,11 @@ router.register(
     "workspace-oauth-app",
 )
 router.register("oauth-apps", OAuthAppViewSet, basename="oauth-app")
+router.register(
+    rf"workspaces/(?P<workspace_id>{ID_PATTERN})/audit-log",
+    WorkspaceAuditLogViewSet,
+    "workspace-audit-log",
+)
 router.register("users/me/authorizations", AuthorizationViewSet, basename="authorization")
 
 urlpatterns = router.urls

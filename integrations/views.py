@@ -4,13 +4,14 @@ from rest_framework.decorators import action
 
 from accounts import selectors as account_selectors
 from accounts import services as account_services
-from accounts.models import ApiKey, AppAuthorization, OAuthApp, Workspace
+from accounts.models import ApiKey, AppAuthorization, AuditEntry, OAuthApp, Workspace
 from accounts.views import signed_in
 from collab.api.permissions import MANAGE, JwtOnly
 from collab.api.routers import ID_PATTERN
 from collab.api.viewsets import ApiViewSet
 
 from . import oauth, selectors, services
+from .filters import AuditFilter
 from .models import ServiceAccount
 from .records import oauth_app_record, service_account_record
 from .serializers import (
@@ -18,6 +19,7 @@ from .serializers import (
     ApiKeyCreateSerializer,
     ApiKeySerializer,
     AppAuthorizationSerializer,
+    AuditEntrySerializer,
     OAuthAppCreatedSerializer,
     OAuthAppInputSerializer,
     OAuthAppSerializer,
@@ -55,7 +57,7 @@ class ApiKeyViewSet(ApiViewSet):
 
     @extend_schema(responses={200: None})
     def destroy(self, request, pk=None):
-        account_services.api_key_revoke(api_key=self._get_key(pk))
+        account_services.api_key_revoke(api_key=self._get_key(pk), actor=signed_in(request))
         return self.deleted()
 
     def _get_key(self, pk) -> ApiKey:
@@ -168,6 +170,7 @@ class ServiceAccountViewSet(_ServiceAccountAccess):
         data = self.validated(ApiKeyCreateSerializer)
         api_key, plaintext = services.service_account_key_issue(
             account=account,
+            actor=signed_in(request),
             name=data["name"],
             scopes=data["scopes"],
             expires_in=data.get("expiresIn"),
@@ -186,7 +189,7 @@ class ServiceAccountViewSet(_ServiceAccountAccess):
         api_key = selectors.service_account_keys(account=account).filter(pk=key_id).first()
         if api_key is None:
             raise Http404
-        account_services.api_key_revoke(api_key=api_key)
+        account_services.api_key_revoke(api_key=api_key, actor=signed_in(request))
         return self.deleted()
 
 
@@ -283,3 +286,21 @@ class AuthorizationViewSet(ApiViewSet):
             raise Http404
         oauth.app_authorization_revoke(authorization=authorization, actor=signed_in(request))
         return self.deleted()
+
+
+# The audit log ------------------------------------------------------------------------------
+
+
+class WorkspaceAuditLogViewSet(_WorkspaceManaged):
+    """``/v1/workspaces/:workspace_id/audit-log``: the workspace's credential events, the
+    newest first, for its owners and admins."""
+
+    managed = "the audit log"
+    queryset = AuditEntry.objects.none()  # for the schema; reads go through the selectors
+    filterset_class = AuditFilter
+
+    @extend_schema(responses={200: AuditEntrySerializer(many=True)})
+    def list(self, request, workspace_id=None):
+        workspace = self._workspace_manage(workspace_id)
+        entries = self.filter_queryset(selectors.audit_log(workspace_id=workspace.pk))
+        return self.paginated(entries, AuditEntrySerializer)

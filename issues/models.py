@@ -184,6 +184,8 @@ class IssueHistory(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
+    # The actor's kind and the credential it acted through (collab.api.acting), as an event's.
+    actor_detail = models.JSONField(null=True, blank=True)
     source = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -1,5 +1,7 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from collab.api.acting import ActorSerializer, actor_payload
 from collab.api.bulk import MAX_ITEMS
 from collab.api.fields import EmptyAsNullCharField, SingleLineCharField
 from collab.api.routers import MAX_ID
@@ -69,10 +71,17 @@ class IssueHistorySerializer(serializers.Serializer):
     old_value = serializers.JSONField(allow_null=True)
     new_value = serializers.JSONField(allow_null=True)
     actor_id = serializers.IntegerField(allow_null=True)
+    actor = serializers.SerializerMethodField(
+        help_text="Who made the change, and through what credential (as an event's actor)."
+    )
     source = EmptyAsNullCharField(  # type: ignore[assignment]  # the history row's own field
         help_text="What made the change when not the API: admin, a pull request."
     )
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field(ActorSerializer(allow_null=True))
+    def get_actor(self, row) -> dict | None:
+        return actor_payload(row.actor_id, row.actor_detail)
 
 
 class LabelSerializer(serializers.ModelSerializer):

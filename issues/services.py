@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from collab.api import bulk
+from collab.api.acting import actor_detail_of
 from collab.api.exceptions import ApiError, NotFound, ValidationFailed, foreign_key_violation
 from collab.api.routers import id_or_none
 from collab.db.prepared import PreparedQuery
@@ -290,6 +291,7 @@ def _created_write(
                 field="created",
                 new_value=record,
                 actor=actor,
+                actor_detail=actor_detail_of(actor),
                 source=source,
                 created_at=issue.created_at,
             )
@@ -379,7 +381,12 @@ def issue_create_many(
         ]
         IssueHistory.objects.bulk_create(
             IssueHistory(
-                issue=issue, field="created", new_value=record, actor=actor, created_at=now
+                issue=issue,
+                field="created",
+                new_value=record,
+                actor=actor,
+                actor_detail=actor_detail_of(actor),
+                created_at=now,
             )
             for issue, record in zip(issues, records, strict=True)
         )
@@ -594,6 +601,7 @@ def _issue_change(
                 old_value=change["previous"],
                 new_value=change["current"],
                 actor=actor,
+                actor_detail=actor_detail_of(actor),
                 source=source,
                 created_at=now,
             )
@@ -806,6 +814,7 @@ def _record_label_change(
                     old_value=change["previous"],
                     new_value=change["current"],
                     actor=actor,
+                    actor_detail=actor_detail_of(actor),
                     created_at=now,
                 )
             )

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from collab.api.acting import ActorSerializer
 from collab.api.fields import EmptyAsNullCharField, SingleLineCharField, single_line
 from collab.api.renderers import iso_z
 
@@ -122,6 +123,9 @@ class EventSerializer(serializers.Serializer):
     workspace_id = serializers.IntegerField()
     project_id = serializers.IntegerField(allow_null=True)
     actor_id = serializers.IntegerField(allow_null=True)
+    actor = ActorSerializer(
+        allow_null=True, help_text="Who caused it, and through what; null for the service's own."
+    )
     data = serializers.DictField()  # type: ignore[assignment]  # the event's field, not .data
 
     def to_representation(self, instance):

@@ -202,6 +202,8 @@ KINDS: tuple[Kind, ...] = (
         IssueHistory,
         scope="issue__project__workspace_id",
         refs={"issue_id": "issues", "actor_id": USERS},
+        # The credential the actor acted through names this instance's keys and apps.
+        omit=("actor_detail",),
     ),
     Kind(
         "invitations",
@@ -248,6 +250,8 @@ KINDS: tuple[Kind, ...] = (
         refs={"workspace_id": "workspace", "project_id": "projects", "actor_id": USERS},
         events=True,
         loose=True,
+        # The credential the actor acted through names this instance's keys and apps.
+        omit=("actor_detail",),
     ),
 )
 
@@ -257,6 +261,7 @@ KIND_BY_NAME = {kind.name: kind for kind in KINDS}
 LEFT_OUT: dict[str, str] = {
     "accounts.ApiKey": "a credential of one instance; people make new keys on the new one",
     "accounts.AppAuthorization": "a user's consent to an app of this instance, with its tokens",
+    "accounts.AuditEntry": "the credentials of this instance, which the other does not have",
     "accounts.OAuthApp": "an app's registration holds its client secret: registered anew there",
     "accounts.DeniedToken": "signed-out tokens of this instance, which the other never issued",
     "accounts.User_groups": "Django groups grant privileges over the whole instance",

@@ -82,6 +82,7 @@ class Collab(BaseClient):
         self.service_accounts = resources.ServiceAccounts(self)
         self.oauth_apps = resources.OauthApps(self)
         self.authorizations = resources.Authorizations(self)
+        self.audit_log = resources.AuditLog(self)
         self.rate_limit = resources.RateLimitResource(self)
         self.auth = resources.Auth(self)
 
@@ -304,6 +305,7 @@ class AsyncCollab(BaseClient):
         self.service_accounts = resources.AsyncServiceAccounts(self)
         self.oauth_apps = resources.AsyncOauthApps(self)
         self.authorizations = resources.AsyncAuthorizations(self)
+        self.audit_log = resources.AsyncAuditLog(self)
         self.rate_limit = resources.AsyncRateLimitResource(self)
         self.auth = resources.AsyncAuth(self)
 

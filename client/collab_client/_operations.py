@@ -105,6 +105,7 @@ OPERATIONS: dict[str, str] = {
     "oauth_apps_destroy": "oauth_apps.delete",
     "users_me_authorizations_list": "authorizations.list",
     "users_me_authorizations_destroy": "authorizations.revoke",
+    "workspaces_audit_log_list": "audit_log.list",
     "workspaces_webhooks_list": "webhooks.list_for_workspace",
     "workspaces_webhooks_create": "webhooks.create_for_workspace",
     "workspaces_exports_list": "exports.list",

@@ -10,6 +10,7 @@
     collab apps create --workspace 1 --name Sync --redirect-uri https://sync.example/cb \
         --scope issues:write                                    # signs in (JWT)
     collab authorizations list                                  # signs in (JWT)
+    collab audit list --workspace 1 --type api_key.used_from_new_address
     collab events tail --project 1 --types 'issue.*'
     collab export create --workspace 1 --output acme.tar.gz   # waits, then downloads
 
@@ -37,6 +38,7 @@ COLUMNS = {
     "service-accounts": ["id", "name", "handle", "role", "projects", "tier"],
     "apps": ["id", "name", "client_id", "client_type", "redirect_uris", "scopes"],
     "authorizations": ["id", "app", "scopes", "projects", "updated_at"],
+    "audit": ["id", "created_at", "type", "actor", "address"],
     "workspaces": ["id", "name", "slug", "role"],
     "users": ["id", "email", "name", "role", "status"],
     "exports": ["id", "status", "created_at", "completed_at", "size", "expires_at", "error"],
@@ -194,6 +196,9 @@ def run(args: argparse.Namespace) -> None:
             _service_accounts(client, args)
         elif args.resource == "apps":
             _apps(client, args)
+        elif command == ("audit", "list"):
+            entries = client.audit_log.list(args.workspace, type=args.type, actor_id=args.actor)
+            _show(_limit(entries, args.limit), args, "audit")
         elif command == ("projects", "list"):
             projects = client.projects.list(workspace_id=args.workspace, status=args.status)
             _show(_limit(projects, args.limit), args, "projects")
@@ -380,6 +385,13 @@ def parser() -> argparse.ArgumentParser:
     authorizations.add_parser("list", parents=[common, sign_in])
     revoke = authorizations.add_parser("revoke", parents=[common, sign_in])
     revoke.add_argument("id", type=int)
+
+    audit = resources.add_parser(
+        "audit", help="a workspace's audit log of credentials (owners and admins)"
+    ).add_subparsers(dest="action", required=True)
+    listing = audit.add_parser("list", parents=[common, of_workspace])
+    listing.add_argument("--type", help="only this kind (api_key.created ...)")
+    listing.add_argument("--actor", type=int, help="only what this user did (an id)")
 
     export = resources.add_parser("export", help="a workspace as one archive").add_subparsers(
         dest="action", required=True

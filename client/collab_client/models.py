@@ -13,9 +13,14 @@ from typing import Any, ClassVar, Literal
 from ._model import Model
 
 __all__ = [
+    "ActingVia",
+    "Actor",
+    "ActorKind",
     "ApiKey",
     "ApiKeyCreated",
     "AppAuthorization",
+    "AuditEntry",
+    "AuditEntryType",
     "AuthorizedApp",
     "Branch",
     "BreakdownEntry",
@@ -26,6 +31,7 @@ __all__ = [
     "CommentRevision",
     "Commit",
     "CommitMetrics",
+    "Credential",
     "CursorMeta",
     "Dashboard",
     "DayPoint",
@@ -86,7 +92,23 @@ __all__ = [
     "WorkspaceDashboard",
 ]
 
+ActorKind = Literal["person", "service"]
+AuditEntryType = Literal[
+    "api_key.created",
+    "api_key.revoked",
+    "api_key.used_from_new_address",
+    "app.created",
+    "app.updated",
+    "app.deleted",
+    "app.authorized",
+    "app.revoked",
+    "app_token.used_from_new_address",
+    "service_account.created",
+    "service_account.updated",
+    "service_account.deleted",
+]
 ClientType = Literal["confidential", "public"]
+Credential = Literal["jwt", "api_key", "oauth_app"]
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 EmailStatus = Literal["queued", "sent", "failed"]
 ExportStatus = Literal["pending", "running", "completed", "failed"]
@@ -117,6 +139,21 @@ Type = Literal["bug", "feature", "task", "improvement"]
 UserKind = Literal["person", "service"]
 UserStatus = Literal["active", "invited", "suspended"]
 Visibility = Literal["private", "internal", "public"]
+
+
+@dataclass(kw_only=True)
+class ActingVia(Model):
+    credential: Credential | None = None
+    key_id: int | None = None
+    app_id: int | None = None
+
+
+@dataclass(kw_only=True)
+class Actor(Model):
+    id: int | None = None
+    kind: ActorKind | None = None
+    via: ActingVia | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"via": ("ActingVia", False)}
 
 
 @dataclass(kw_only=True)
@@ -160,6 +197,20 @@ class AppAuthorization(Model):
     created_at: str | None = None
     updated_at: str | None = None
     __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"app": ("AuthorizedApp", False)}
+
+
+@dataclass(kw_only=True)
+class AuditEntry(Model):
+    """One credential event of a workspace."""
+
+    id: int | None = None
+    type: AuditEntryType | None = None
+    workspace_id: int | None = None
+    actor: Actor | None = None
+    subject: dict[str, Any] | None = None
+    address: str | None = None
+    created_at: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"actor": ("Actor", False)}
 
 
 @dataclass(kw_only=True)
@@ -348,7 +399,9 @@ class Event(Model):
     workspace_id: int | None = None
     project_id: int | None = None
     actor_id: int | None = None
+    actor: Actor | None = None
     data: dict[str, Any] | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"actor": ("Actor", False)}
 
 
 @dataclass(kw_only=True)
@@ -439,8 +492,10 @@ class IssueHistory(Model):
     old_value: Any = None
     new_value: Any = None
     actor_id: int | None = None
+    actor: Actor | None = None
     source: str | None = None
     created_at: str | None = None
+    __nested__: ClassVar[dict[str, tuple[str, bool]]] = {"actor": ("Actor", False)}
 
 
 @dataclass(kw_only=True)

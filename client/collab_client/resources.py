@@ -26,6 +26,7 @@ from .models import (
     ApiKey,
     ApiKeyCreated,
     AppAuthorization,
+    AuditEntry,
     Branch,
     Comment,
     CommentRevision,
@@ -66,6 +67,7 @@ from .pagination import AsyncPager, Pager
 __all__ = [
     "ApiKeys",
     "AsyncApiKeys",
+    "AsyncAuditLog",
     "AsyncAuth",
     "AsyncAuthorizations",
     "AsyncComments",
@@ -89,6 +91,7 @@ __all__ = [
     "AsyncUsers",
     "AsyncWebhooks",
     "AsyncWorkspaces",
+    "AuditLog",
     "Auth",
     "Authorizations",
     "Comments",
@@ -169,6 +172,46 @@ class AsyncApiKeys(AsyncResource):
 
     def revoke(self, key_id: int, *, if_match: str | None = None) -> Awaitable[None]:
         return self._none("DELETE", f"/v1/api-keys/{key_id}", if_match=if_match)
+
+
+class AuditLog(Resource):
+    def list(
+        self,
+        workspace_id: int,
+        *,
+        actor_id: int | None = None,
+        per_page: int | None = None,
+        type: str | None = None,
+    ) -> Pager[AuditEntry]:
+        """``/v1/workspaces/:workspace_id/audit-log``: the workspace's credential events, the
+        newest first, for its owners and admins."""
+        return self._page(
+            AuditEntry,
+            f"/v1/workspaces/{workspace_id}/audit-log",
+            actor_id=actor_id,
+            per_page=per_page,
+            type=type,
+        )
+
+
+class AsyncAuditLog(AsyncResource):
+    def list(
+        self,
+        workspace_id: int,
+        *,
+        actor_id: int | None = None,
+        per_page: int | None = None,
+        type: str | None = None,
+    ) -> AsyncPager[AuditEntry]:
+        """``/v1/workspaces/:workspace_id/audit-log``: the workspace's credential events, the
+        newest first, for its owners and admins."""
+        return self._page(
+            AuditEntry,
+            f"/v1/workspaces/{workspace_id}/audit-log",
+            actor_id=actor_id,
+            per_page=per_page,
+            type=type,
+        )
 
 
 class Auth(Resource):

@@ -17,6 +17,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from collab.db.querycost import is_cancelled
 from collab.logs import ContextLogFilter
 
+from .acting import acting_close, acting_open
 from .exceptions import error_body
 from .renderers import dumps
 from .routes import route_fact
@@ -103,17 +104,20 @@ class RequestIdMiddleware:
         valid = 0 < len(incoming) <= 64 and incoming.replace("-", "").isalnum()
         request.request_id = incoming if valid else uuid.uuid4().hex
         bound = bind_contextvars(request_id=request.request_id)
+        acting = acting_open()
         try:
             request.get_host()
         except DisallowedHost:
             # Django would answer with an HTML page; the contract wants JSON everywhere.
             response = json_error(400, "BAD_REQUEST", "The Host header is not allowed here.")
             reset_contextvars(**bound)
+            acting_close(acting)
         else:
             try:
                 response = self.get_response(request)
             finally:
                 reset_contextvars(**bound)
+                acting_close(acting)
         if response.status_code >= 400 and _is_html(response):
             response = _html_error_as_json(request, response)
             if head:  # a HEAD's answer has the headers of the GET's, and no body

@@ -179,6 +179,7 @@ LISTS = {
     "service_accounts_keys_list": ("/v1/service-accounts/{service-account}/keys", True),
     "workspaces_oauth_apps_list": ("/v1/workspaces/{workspace}/oauth-apps", False),
     "users_me_authorizations_list": ("/v1/users/me/authorizations", True),
+    "workspaces_audit_log_list": ("/v1/workspaces/{workspace}/audit-log", False),
 }
 # Variants of the lists above whose rows come another way: git's order of a branch.
 VARIANTS = {

@@ -16,6 +16,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
+from accounts.models import AuditEntry
 from projects.models import ProjectMember
 from ratelimits.models import RateLimitCounter
 from tests.conftest import client_for
@@ -53,10 +54,15 @@ WRITE_BODY = {
     "refresh_token": "swept",
 }
 # Rows a refused request may legitimately write: the rate limiter's counters (without Redis
-# they live in the database, and every request counts, refused or not).
-COUNTERS = {RateLimitCounter}
-# Columns a read may write: when a key was last used (written at most once a minute).
-USE_STAMPS = {"accounts.ApiKey": {"last_used_at"}}
+# they live in the database, and every request counts, refused or not), and the audit log's
+# entry of a credential's first use from an address (accounts.audit).
+COUNTERS = {RateLimitCounter, AuditEntry}
+# Columns a read may write: when a key was last used (written at most once a minute), and the
+# addresses a credential was used from.
+USE_STAMPS = {
+    "accounts.ApiKey": {"last_used_at", "addresses"},
+    "accounts.AppAuthorization": {"addresses"},
+}
 # The routes that are reads by nature answer bodies of their own kind.
 NON_JSON_OK = {("docs", "GET"): "text/html"}
 

@@ -453,6 +453,12 @@ def test_the_command_line(world, server):
     assert none_yet.returncode == 0 and json.loads(none_yet.stdout) == []
     removed = run("apps", "delete", str(listed_app["id"]))
     assert removed.returncode == 0 and "no longer work" in removed.stdout
+    # The audit log of all this: the robot's key made by the owner, the app's end.
+    audit = run("audit", "list", "--workspace", workspace, "--json")
+    kinds = [entry["type"] for entry in json.loads(audit.stdout)]
+    assert kinds[0] == "app.deleted" and "api_key.created" in kinds, kinds
+    made = run("audit", "list", "--workspace", workspace, "--type", "service_account.created")
+    assert made.stdout.splitlines()[0].split() == ["ID", "CREATED_AT", "TYPE", "ACTOR", "ADDRESS"]
 
 
 def test_an_export_built_by_the_worker_downloads_through_client_and_cli(world, server, tmp_path):

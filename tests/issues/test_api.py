@@ -9,7 +9,7 @@ from datetime import UTC
 import pytest
 from django.db.models import Count
 
-from accounts.models import Role, User
+from accounts.models import ApiKey, Role, User
 from collab.api.scopes import ALL_SCOPES, expand
 from events.models import Event
 from issues import selectors, services
@@ -713,11 +713,25 @@ def test_history_lists_every_change(api, world, bug):
             "old_value": row.old_value,
             "new_value": row.new_value,
             "actor_id": row.actor_id,
+            "actor": {
+                "id": row.actor_id,
+                "kind": "person",
+                "via": row.actor_detail["via"],
+            },
             "source": None,
             "created_at": z(row.created_at),
         }
         for row in rows
     ]
+    # Who, and through what: the fixture made the issue outside any request; the changes
+    # came through each persona's key.
+    assert body["data"][0]["actor"]["via"] is None
+    developer_key = ApiKey.objects.get(user=world.developer)
+    assert body["data"][1]["actor"]["via"] == {
+        "credential": "api_key",
+        "key_id": developer_key.pk,
+        "app_id": None,
+    }
     assert [(r["field"], r["old_value"], r["new_value"], r["actor_id"]) for r in body["data"]] == [
         ("created", None, created, world.developer.pk),
         ("title", "Engine stalls", "Engine stalls twice", world.developer.pk),

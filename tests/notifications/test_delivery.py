@@ -91,8 +91,11 @@ def test_an_issue_created_is_delivered_signed(api, world, receiver):
         "workspace_id",
         "project_id",
         "actor_id",
+        "actor",
         "data",
     }
+    assert payload["actor"]["kind"] == "person"
+    assert payload["actor"]["via"]["credential"] == "api_key"
     assert payload["data"]["issue"]["id"] == issue["id"]
     assert payload["project_id"] == world.project.pk
 
