@@ -14,7 +14,9 @@ from oauth2_provider.views import AuthorizationView
 from accounts.forms import ProtectedSignIn
 from accounts.oauth import SCOPE_DESCRIPTIONS
 from accounts.roles import user_roles
+from collab.api.acting import acting_set
 from collab.api.exceptions import ValidationFailed
+from collab.api.ratelimit import client_address
 from projects.selectors import project_list
 
 from . import oauth, selectors
@@ -116,6 +118,13 @@ class ConsentView(AuthorizationView):
         except ValidationFailed as refused:
             form.add_error("projects", refused.details.get("projects", refused.message))
             return self.form_invalid(form)
+        # The person answers with the page's session: what the authorization records says so.
+        acting_set(
+            user_id=self.request.user.pk,
+            kind=self.request.user.kind,
+            credential="session",
+            address=client_address(self.request),
+        )
         with transaction.atomic():
             response = super().form_valid(form)
             if self.success_url:  # a code was issued (an error redirects without one)

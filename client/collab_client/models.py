@@ -108,7 +108,7 @@ AuditEntryType = Literal[
     "service_account.deleted",
 ]
 ClientType = Literal["confidential", "public"]
-Credential = Literal["jwt", "api_key", "oauth_app"]
+Credential = Literal["jwt", "api_key", "oauth_app", "session"]
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 EmailStatus = Literal["queued", "sent", "failed"]
 ExportStatus = Literal["pending", "running", "completed", "failed"]

@@ -28,8 +28,8 @@ def acting_set(
     *, user_id: int, kind: str, credential: str, key_id=None, app_id=None, address: str = ""
 ) -> None:
     """The caller is signed in: ``user_id`` (of ``kind``, person or service) through
-    ``credential`` (``jwt``, ``api_key`` with ``key_id``, ``oauth_app`` with ``app_id``), from
-    ``address``."""
+    ``credential`` (``jwt``, ``api_key`` with ``key_id``, ``oauth_app`` with ``app_id``, or
+    ``session``: a page's sign-in), from ``address``."""
     _acting.set(
         {
             "user_id": user_id,
@@ -85,8 +85,14 @@ def actor_payload(actor_id: int | None, detail: dict[str, Any] | None) -> dict[s
 
 class ActingViaSerializer(serializers.Serializer):
     credential = serializers.ChoiceField(
-        choices=[("jwt", "jwt"), ("api_key", "api_key"), ("oauth_app", "oauth_app")],
-        help_text="A signed-in user's JWT, an API key, or an OAuth app's token.",
+        choices=[
+            ("jwt", "jwt"),
+            ("api_key", "api_key"),
+            ("oauth_app", "oauth_app"),
+            ("session", "session"),
+        ],
+        help_text="A signed-in user's JWT, an API key, an OAuth app's token, or a page's "
+        "signed-in session (the OAuth consent page).",
     )
     key_id = serializers.IntegerField(allow_null=True, help_text="The API key's id.")
     app_id = serializers.IntegerField(allow_null=True, help_text="The OAuth app's id.")

@@ -147,6 +147,9 @@ def test_an_apps_life_and_its_tokens_are_in_the_audit_log(world):
     mine = jwt_client(world.developer)
     [authorization] = assert_ok(mine.get("/v1/users/me/authorizations"))["data"]
     assert_ok(mine.delete(f"/v1/users/me/authorizations/{authorization['id']}"))
+    [authorized] = entries(world, type="app.authorized")
+    assert authorized["actor"]["via"] == {"credential": "session", "key_id": None, "app_id": None}
+    assert authorized["address"] == "127.0.0.1"
     kinds = [entry["type"] for entry in entries(world)]
     assert kinds == [
         "app.revoked",
