@@ -306,6 +306,8 @@ JWT_REFRESH_REUSE_GRACE_SECONDS = env.int("JWT_REFRESH_REUSE_GRACE_SECONDS", def
 # many as its registration allows (accounts.oauth.AppScopes).
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "accounts.oauth.AppScopes",
+    # Client secrets are random: a salted SHA-256 (accounts.hashers), not the passwords' PBKDF2.
+    "CLIENT_SECRET_HASHER": "secret_sha256",
     "ACCESS_TOKEN_GENERATOR": "accounts.oauth.access_token_generate",
     "REFRESH_TOKEN_GENERATOR": "accounts.oauth.refresh_token_generate",
     "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
@@ -333,6 +335,16 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
+# People's passwords with Django's hashers (PBKDF2 first); the service's own random secrets
+# with accounts.hashers.SecretHasher, which no password is hashed with.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+    "accounts.hashers.SecretHasher",
+]
 # "http" stays among the redirect schemes for native apps listening on the loopback (RFC 8252);
 # an app's registration takes http on the loopback alone (integrations.oauth), which the
 # toolkit's deploy check cannot see.

@@ -2,12 +2,14 @@
 consent page (code + PKCE), acting with the user's rights narrowed to the scopes granted and
 the projects chosen, refreshed with rotation, revoked by the app (RFC 7009) or by the user."""
 
+import hashlib
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+from django.contrib.auth.hashers import check_password
 from django.test import Client
 from django.urls import URLResolver, get_resolver
-from oauth2_provider.models import AccessToken, RefreshToken
+from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from accounts.models import AppAuthorization
 from accounts.oauth import token_checksum
@@ -198,6 +200,15 @@ def test_tokens_are_stored_as_their_hash_alone(world, app):
     assert stored.token == "" and stored.token_checksum == token_checksum(tokens["access_token"])
     refresh = RefreshToken.objects.get()
     assert refresh.token == "" and refresh.token_checksum == token_checksum(tokens["refresh_token"])
+
+
+def test_the_client_secret_is_stored_as_a_salted_hash(world, app):
+    stored = Application.objects.get(pk=app["id"]).client_secret
+    algorithm, salt, digest = stored.split("$")
+    assert algorithm == "secret_sha256" and app["client_secret"] not in stored
+    assert digest == hashlib.sha256(f"{salt}{app['client_secret']}".encode()).hexdigest()
+    assert check_password(app["client_secret"], stored)
+    assert not check_password(app["client_secret"][:-1] + "x", stored)
 
 
 def test_a_refresh_token_is_rotated_and_a_spent_one_ends_the_grant(world, app):
