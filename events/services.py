@@ -21,7 +21,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from collab.api.acting import actor_described
+from collab.api.acting import actor_detail_of
 from collab.db.writebatch import WriteBatch
 from collab.tracing import current_traceparent
 
@@ -72,7 +72,7 @@ def event_record(
         "workspace_id": workspace_id,
         "project_id": project_id,
         "actor_id": actor_id,
-        "actor_detail": actor_described(actor_id, getattr(actor, "kind", None)),
+        "actor_detail": actor_detail_of(actor),
         "data": data,
         "changes": changes,
         "traceparent": current_traceparent(),
@@ -107,7 +107,7 @@ def _event_row(event: dict[str, Any], traceparent: str) -> Event:
         workspace_id=event["workspace_id"],
         project_id=event.get("project_id"),
         actor_id=actor_id,
-        actor_detail=actor_described(actor_id, getattr(actor, "kind", None)),
+        actor_detail=actor_detail_of(actor),
         data=event["data"],
         changes=event.get("changes"),
         traceparent=traceparent,

@@ -144,16 +144,12 @@ def app_authorization_grant(
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("app_authorization_grant() must run inside the grant's transaction.")
     now = timezone.now()
+    granted = {"scopes": sorted(scopes), "projects": sorted(projects), "updated_at": now}
     authorization, _created = AppAuthorization.objects.update_or_create(
         user=user,
         application_id=app.pk,
-        defaults={"scopes": sorted(scopes), "projects": sorted(projects), "updated_at": now},
-        create_defaults={
-            "scopes": sorted(scopes),
-            "projects": sorted(projects),
-            "created_at": now,
-            "updated_at": now,
-        },
+        defaults=granted,
+        create_defaults={**granted, "created_at": now},
     )
     record = {"authorization": app_authorization_record(authorization)}
     event_record(type="app.authorized", workspace_id=app.workspace_id, actor=user, data=record)
@@ -168,11 +164,7 @@ def app_authorization_revoke(*, authorization: AppAuthorization, actor: User) ->
     """The app loses this user at once: every token and code it holds for them is deleted,
     with the authorization."""
     record = app_authorization_record(authorization)
-    workspace_id = (
-        OAuthApp.objects.filter(pk=authorization.application_id)
-        .values_list("workspace_id", flat=True)
-        .first()
-    )
+    workspace_id = record["app"]["workspace_id"]  # read with the record
     mine = {"user_id": authorization.user_id, "application_id": authorization.application_id}
     get_refresh_token_model().objects.filter(**mine).delete()
     get_access_token_model().objects.filter(**mine).delete()

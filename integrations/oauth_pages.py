@@ -59,14 +59,20 @@ class ConsentView(AuthorizationView):
         return self._app_cached
 
     def _projects(self):
-        app = self._app()
-        if app is None:
-            return []
-        return list(
-            project_list(user=self.request.user)
-            .filter(workspace_id=app.workspace_id)
-            .order_by("name", "id")
-        )
+        """The person's projects of the app's workspace, read once (the form's choices and
+        its initial ticks)."""
+        if not hasattr(self, "_projects_cached"):
+            app = self._app()
+            self._projects_cached = (
+                []
+                if app is None
+                else list(
+                    project_list(user=self.request.user)
+                    .filter(workspace_id=app.workspace_id)
+                    .order_by("name", "id")
+                )
+            )
+        return self._projects_cached
 
     def get_form(self, form_class=None):
         form = super().get_form(form_class)
@@ -99,8 +105,10 @@ class ConsentView(AuthorizationView):
         redirect_uri = context.get("redirect_uri") or (
             context["form"]["redirect_uri"].value() if context.get("form") else ""
         )
+        app = self._app()
         origin = _origin(redirect_uri or "")
-        if origin:
+        # Only an address the app registered: the form's fields come back from the browser.
+        if origin and app is not None and app.application.redirect_uri_allowed(redirect_uri):
             response._csp_update = {"form-action": [SELF, origin]}
         return response
 

@@ -379,13 +379,14 @@ def issue_create_many(
             issue_record_from(issue, names_of)
             for issue, names_of in zip(issues, own_labels, strict=True)
         ]
+        detail = actor_detail_of(actor)
         IssueHistory.objects.bulk_create(
             IssueHistory(
                 issue=issue,
                 field="created",
                 new_value=record,
                 actor=actor,
-                actor_detail=actor_detail_of(actor),
+                actor_detail=detail,
                 created_at=now,
             )
             for issue, record in zip(issues, records, strict=True)
@@ -593,6 +594,7 @@ def _issue_change(
         _relink_labels(issue.pk, [pk for pk, _name in locked.labels], new_labels, batch)
     if "status" in changes:
         _adjust_counts(project.pk, {before["status"]: -1, after["status"]: 1}, batch=batch)
+    detail = actor_detail_of(actor)
     batch.insert(
         [
             IssueHistory(
@@ -601,7 +603,7 @@ def _issue_change(
                 old_value=change["previous"],
                 new_value=change["current"],
                 actor=actor,
-                actor_detail=actor_detail_of(actor),
+                actor_detail=detail,
                 source=source,
                 created_at=now,
             )
@@ -802,6 +804,7 @@ def _record_label_change(
         batch = issue_ids[start : start + LABEL_CHANGE_BATCH]
         records = issue_records(Issue.objects.filter(pk__in=batch).order_by("pk"))
         history = []
+        detail = actor_detail_of(actor)
         for record in records:
             change = {
                 "previous": sorted(previous(record["labels"])),
@@ -814,7 +817,7 @@ def _record_label_change(
                     old_value=change["previous"],
                     new_value=change["current"],
                     actor=actor,
-                    actor_detail=actor_detail_of(actor),
+                    actor_detail=detail,
                     created_at=now,
                 )
             )
