@@ -461,6 +461,11 @@ WINDOW_PER_CANDIDATE = 20
 # The most projects whose windows are merged (a branch of the window's union each); past
 # that, the planner chooses alone.
 WINDOW_MOST_SCOPES = 32
+# The fewest matches per candidate for which the window is worth its walk, where the total is
+# known: with fewer, it is found through the full-text index at once, which reads each match
+# (a pair of words in 0.6% of a million issues: 6,000 matches read in 61 ms, where the window
+# walked 20,000 rows for too few of them first, and then read them: 140 ms).
+WINDOW_LEAST_MATCHES = 10
 
 
 class _Document(Expression):
@@ -521,37 +526,53 @@ def _scope_values(queryset, field: str) -> list[Any] | None:
     return found if found is not None and len(found) <= WINDOW_MOST_SCOPES else None
 
 
-def _scope_window(among, query: Query, rows: int, n: int) -> tuple[str, list[Any]] | None:
-    """PostgreSQL, where ``among`` is narrowed to values of its model's
-    ``search_scope_field`` (one project, or up to ``WINDOW_MOST_SCOPES``): the SQL (and its
-    parameters) of one value, the created_at of the ``n``-th newest match of ``query`` if
-    ``n`` of them are among the newest ``rows`` rows of that scope (``among`` without its
-    match), and NULL otherwise. The newest rows are read newest first through the (scope,
-    created_at) index, each project's as a branch of a union whose branches PostgreSQL
-    merges in order: ``rows`` rows in all, not ``rows`` per project. None elsewhere."""
+def _scope_of(among) -> tuple[Any, str, list[Any]] | None:
+    """PostgreSQL, where ``among`` is narrowed by a match, and to values of its model's
+    ``search_scope_field`` (one project, or up to ``WINDOW_MOST_SCOPES``): ``among`` without
+    its match, the field, and those values. None elsewhere."""
     field = getattr(among.model, "search_scope_field", None)
     if connections[among.db].vendor != "postgresql" or field is None:
         return None
-    scope = _unmatched(among)
-    values = None if scope is None else _scope_values(scope, field)
-    if not values:
-        return None
+    unmatched = _unmatched(among)
+    values = None if unmatched is None else _scope_values(unmatched, field)
+    return (unmatched, field, values) if values else None
+
+
+def _newest_merged(querysets: list, rows: int) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) of the newest ``rows`` rows of ``querysets`` together,
+    each already ordered newest first and cut at ``rows``: one is itself; several are the
+    branches of a union that PostgreSQL merges in created_at order (a Merge Append, which
+    reads each branch only as far as the merge needs)."""
     branches, params = [], []
-    for value in values:
-        newest = scope.filter(**{field: value}).order_by("-created_at")
-        branch, more = newest.values("created_at", document=_Document())[
-            :rows
-        ].query.sql_with_params()
+    for queryset in querysets:
+        branch, more = queryset.query.sql_with_params()
         branches.append(f"({branch})")
         params.extend(more)
-    if len(branches) > 1:
-        merged = " UNION ALL ".join(branches)
-        branches = [f"SELECT u.* FROM ({merged}) u ORDER BY u.created_at DESC LIMIT %s"]
-        params.append(rows)
+    if len(branches) == 1:
+        return branches[0], params
+    merged = " UNION ALL ".join(branches)
+    return f"SELECT u.* FROM ({merged}) u ORDER BY u.created_at DESC LIMIT %s", [*params, rows]
+
+
+def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) of one value: the created_at of the ``n``-th newest match
+    of ``query`` if ``n`` of them are among the newest ``rows`` rows of ``scope`` (what
+    ``_scope_of`` gives: the rows without their match, narrowed to values of a field), and
+    NULL otherwise. The newest rows are read newest first through the (scope, created_at)
+    index, each project's merged with the others' in order: ``rows`` rows in all, not
+    ``rows`` per project."""
+    unmatched, field, values = scope
+    newest = [
+        unmatched.filter(**{field: value})
+        .order_by("-created_at")
+        .values("created_at", document=_Document())[:rows]
+        for value in values
+    ]
+    window, params = _newest_merged(newest, rows)
     match, more = _tsquery(query)
     sql = (
         "SELECT CASE WHEN COUNT(*) = %s THEN MIN(t.created_at) END FROM ("
-        f"SELECT w.created_at FROM ({branches[0]}) w WHERE w.document @@ {match} "
+        f"SELECT w.created_at FROM ({window}) w WHERE w.document @@ {match} "
         "ORDER BY w.created_at DESC LIMIT %s) t"
     )
     return sql, [n, *params, *more, n]
@@ -606,7 +627,8 @@ class CandidateScore(Expression):
         score = OrderBy(Score(self.query), descending=True)
         if total is not None and total <= self.candidates:
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
-        oldest = self._oldest_candidate()
+        windowed = total is None or total > WINDOW_LEAST_MATCHES * self.candidates
+        oldest = self._oldest_candidate(windowed=windowed)
         if oldest is None:  # no row at all
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
         return [
@@ -614,29 +636,37 @@ class CandidateScore(Expression):
             (queryset.filter(created_at__lt=oldest), rest),
         ]
 
-    def _oldest_candidate(self):
+    def _oldest_candidate(self, *, windowed: bool = True):
         """The created_at of the N-th newest row of ``among`` (the oldest of all, with fewer),
         None with none.
 
         On PostgreSQL, where ``among`` is narrowed to values of its model's
-        ``search_scope_field`` (a project, or a workspace's projects), the newest
-        WINDOW_PER_CANDIDATE x N rows of that scope are read first, newest first through its
-        (scope, created_at) index, and the matches among them kept: when N match, the N-th is
-        the answer, found in a walk of bounded length (a phrase in 5% of a million issues:
-        11 ms, where its planner read every match, 280 ms to 350 ms). With fewer, the newest N
-        matches are found as the planner chooses (few matches: through the full-text index).
-        One statement either way: the second query runs only when the first finds too few.
+        ``search_scope_field`` (a project, or a workspace's projects), and ``windowed``, the
+        newest WINDOW_PER_CANDIDATE x N rows of that scope are read first, newest first
+        through its (scope, created_at) index, and the matches among them kept: when N match,
+        the N-th is the answer, found in a walk of bounded length (a phrase in 5% of a million
+        issues: 11 ms, where its planner read every match, 280 ms to 350 ms). With fewer (or
+        not ``windowed``), each project's newest N matches are found as the planner chooses
+        for that project (few matches: through the full-text index), and merged. One
+        statement either way: the second query runs only when the first finds too few.
         Elsewhere (every project the caller sees), the planner chooses alone."""
-        newest = self.newest[: self.candidates]
-        rows = WINDOW_PER_CANDIDATE * self.candidates
-        window = _scope_window(self.among, self.query, rows, self.candidates)
-        if window is None:
-            return newest.aggregate(oldest=Min("created_at"))["oldest"]
-        inner, params = window
-        fallback, more = newest.query.sql_with_params()
-        sql = f"SELECT COALESCE(({inner}), (SELECT MIN(f.created_at) FROM ({fallback}) f))"
+        n = self.candidates
+        scope = _scope_of(self.among)
+        if scope is None:
+            return self.newest[:n].aggregate(oldest=Min("created_at"))["oldest"]
+        # Each project's newest N matches, merged: the newest N of them all, each project's
+        # found as the planner chooses for it (for several at once, it chose one plan for
+        # them all).
+        _unmatched_rows, field, values = scope
+        merged, params = _newest_merged(
+            [self.newest.filter(**{field: value})[:n] for value in values], n
+        )
+        sql = f"SELECT MIN(f.created_at) FROM ({merged}) f"
+        if windowed:
+            window, more = _scope_window(scope, self.query, WINDOW_PER_CANDIDATE * n, n)
+            sql, params = f"SELECT COALESCE(({window}), ({sql}))", [*more, *params]
         with connections[self.among.db].cursor() as cursor:
-            cursor.execute(sql, [*params, *more])
+            cursor.execute(sql, params)
             return cursor.fetchone()[0]
 
     def __repr__(self) -> str:  # a cursor's fingerprint: stable from one request to the next

@@ -390,6 +390,16 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     [statement] = [q["sql"] for q in queries.captured_queries]
     assert statement.startswith("SELECT COALESCE((SELECT CASE WHEN COUNT(*) = 50")
 
+    # With a total of at most WINDOW_LEAST_MATCHES N matches, the bands skip the window.
+    total = matches.count()
+    monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 10)
+    for known, windowed in ((None, True), (total, total > 10 * 50), (10 * 50, False)):
+        with CaptureQueriesContext(connection) as queries:
+            [(ranked, _order), _older] = best.bands(matches, [], total=known)
+        [statement] = [q["sql"] for q in queries.captured_queries]
+        assert ("CASE WHEN COUNT(*)" in statement) == windowed
+        assert ranked.count() == 50
+
     # Across several projects (no one scope), the planner alone finds them.
     across = Issue.objects.filter(fulltext_matches("e*"))
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=across, candidates=50)
@@ -405,7 +415,8 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
 ):
     """Narrowed to several projects (a workspace's, as ``workspace_id`` gives them), the
     window is the newest 20 N rows of them all, read as each project's newest merged in
-    order: the same oldest candidate as a search of every match, in one statement. Past
+    order: the same oldest candidate as a search of every match, in one statement (with too
+    few matches there, each project's newest N matches, merged too). Past
     WINDOW_MOST_SCOPES projects, or narrowed by a subquery, the planner alone finds it."""
     from collab.db import fulltext
     from issues.models import Issue
@@ -432,7 +443,8 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
 
     statement = oldest_found(matches)
     assert statement.startswith("SELECT COALESCE((SELECT CASE WHEN COUNT(*) = 50")
-    assert statement.count("UNION ALL") == 1
+    # The window merges the projects' newest rows, and the fallback their newest matches.
+    assert statement.count("UNION ALL") == 2
     # The same scope as a subquery, or with too many projects to merge: no window.
     projects = Project.objects.filter(pk__in=ids).values("pk")
     assert "COALESCE" not in oldest_found(
