@@ -538,20 +538,32 @@ def _scope_of(among) -> tuple[Any, str, list[Any]] | None:
     return (unmatched, field, values) if values else None
 
 
-def _newest_merged(querysets: list, rows: int) -> tuple[str, list[Any]]:
-    """The SQL (and its parameters) of the newest ``rows`` rows of ``querysets`` together,
-    each already ordered newest first and cut at ``rows``: one is itself; several are the
-    branches of a union that PostgreSQL merges in created_at order (a Merge Append, which
-    reads each branch only as far as the merge needs)."""
-    branches, params = [], []
-    for queryset in querysets:
-        branch, more = queryset.query.sql_with_params()
-        branches.append(f"({branch})")
-        params.extend(more)
+# Stands for a scope's value in the SQL of one branch, compiled once and then given each value.
+_SCOPE_VALUE = -7_318_205_449_116_330_000
+
+
+def _newest_merged(branch, values: list[Any], rows: int) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) of the newest ``rows`` rows of ``branch(value)`` for every
+    one of ``values`` together, each branch a queryset ordered newest first and cut at
+    ``rows``: one is itself; several are the branches of a union that PostgreSQL merges in
+    created_at order (a Merge Append, which reads each branch only as far as the merge
+    needs). The branch is compiled once, for a stand-in value (compiling each branch of
+    /v1/search's view took 2 ms: 40 ms per request across a workspace of 20 projects)."""
+    sql, params = branch(_SCOPE_VALUE).query.sql_with_params()
+    at = [index for index, param in enumerate(params) if param == _SCOPE_VALUE]
+    if not at:  # pragma: no cover - the branch is narrowed by the value
+        raise ValueError("the branch does not read its scope's value")
+    branches, merged_params = [], []
+    for value in values:
+        branches.append(f"({sql})")
+        merged_params.extend(value if index in at else param for index, param in enumerate(params))
     if len(branches) == 1:
-        return branches[0], params
+        return branches[0], merged_params
     merged = " UNION ALL ".join(branches)
-    return f"SELECT u.* FROM ({merged}) u ORDER BY u.created_at DESC LIMIT %s", [*params, rows]
+    return (
+        f"SELECT u.* FROM ({merged}) u ORDER BY u.created_at DESC LIMIT %s",
+        [*merged_params, rows],
+    )
 
 
 def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any]]:
@@ -562,13 +574,12 @@ def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any
     index, each project's merged with the others' in order: ``rows`` rows in all, not
     ``rows`` per project."""
     unmatched, field, values = scope
-    newest = [
-        unmatched.filter(**{field: value})
-        .order_by("-created_at")
-        .values("created_at", document=_Document())[:rows]
-        for value in values
-    ]
-    window, params = _newest_merged(newest, rows)
+
+    def newest(value):
+        rows_of = unmatched.filter(**{field: value}).order_by("-created_at")
+        return rows_of.values("created_at", document=_Document())[:rows]
+
+    window, params = _newest_merged(newest, values, rows)
     match, more = _tsquery(query)
     sql = (
         "SELECT CASE WHEN COUNT(*) = %s THEN MIN(t.created_at) END FROM ("
@@ -659,7 +670,7 @@ class CandidateScore(Expression):
         # them all).
         _unmatched_rows, field, values = scope
         merged, params = _newest_merged(
-            [self.newest.filter(**{field: value})[:n] for value in values], n
+            lambda value: self.newest.filter(**{field: value})[:n], values, n
         )
         sql = f"SELECT MIN(f.created_at) FROM ({merged}) f"
         if windowed:
