@@ -553,7 +553,8 @@ def _newest_merged(branch, values: list[Any], rows: int) -> tuple[str, list[Any]
     at = [index for index, param in enumerate(params) if param == _SCOPE_VALUE]
     if not at:  # pragma: no cover - the branch is narrowed by the value
         raise ValueError("the branch does not read its scope's value")
-    branches, merged_params = [], []
+    branches: list[str] = []
+    merged_params: list[Any] = []
     for value in values:
         branches.append(f"({sql})")
         merged_params.extend(value if index in at else param for index, param in enumerate(params))
