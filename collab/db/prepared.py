@@ -92,11 +92,16 @@ class Statement:
         if missing:
             raise ValueError(f"{lost}: {missing}")
 
-    def rows(self, values: Mapping[Any, Any]) -> list[tuple[Any, ...]]:
-        """The statement run with ``values`` (by key) in their stand-ins' places."""
+    def params_for(self, values: Mapping[Any, Any]) -> list[Any]:
+        """The statement's parameters with ``values`` (by key) in their stand-ins' places."""
         params = list(self.params)
         for position, key, adapt in self.slots:
             params[position] = adapt(values[key])
+        return params
+
+    def rows(self, values: Mapping[Any, Any]) -> list[tuple[Any, ...]]:
+        """The statement run with ``values`` (by key) in their stand-ins' places."""
+        params = self.params_for(values)
         with connections[self.alias].cursor() as cursor:
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
