@@ -25,7 +25,6 @@ A model over several searchable tables (a union view) names them in ``search_sou
 import html
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +49,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import Exact, In, Lookup
 from django.db.models.sql.where import AND, WhereNode
 
+from collab.db.planner import planned
 from collab.db.prepared import Statement
 
 CONFIG = "english"
@@ -396,40 +396,6 @@ class AmongIds(Expression):
         field_sql, field_params = compiler.compile(self.ids_of)
         sub_sql, sub_params = compiler.compile(self.subquery)
         return f"{field_sql} = ANY(ARRAY{sub_sql})", [*field_params, *sub_params]
-
-
-@contextmanager
-def planned(using: str, **parameters: bool | str):
-    """On PostgreSQL, the planner's parameters in ``parameters`` (``enable_seqscan=False``: no
-    sequential scan; ``work_mem="16MB"``) set for each statement run inside, where the query
-    is known better than its statistics tell. Each statement carries them in its own query
-    string (``SET LOCAL`` before it, back to the default after it: one round trip, and
-    nothing left to the transaction or to the pooled connection). Elsewhere, nothing. The
-    names and values are the code's own, never a request's."""
-    connection = connections[using]
-    if connection.vendor != "postgresql" or not parameters:
-        yield
-        return
-
-    def shown(value: bool | str) -> str:
-        if isinstance(value, bool):
-            return "on" if value else "off"
-        return "'" + value.replace("'", "''") + "'"
-
-    before = "; ".join(f"SET LOCAL {name} = {shown(value)}" for name, value in parameters.items())
-    after = "; ".join(f"SET LOCAL {name} TO DEFAULT" for name in parameters)
-
-    def wrapped(execute, sql, params, many, context):
-        if many:
-            return execute(sql, params, many, context)
-        result = execute(f"{before}; {sql}; {after}", params, many, context)
-        cursor = context["cursor"].cursor
-        for _name in parameters:
-            cursor.nextset()  # past each SET's result, to the statement's
-        return result
-
-    with connection.execute_wrapper(wrapped):
-        yield
 
 
 # Memory for the count's bitmap of matches: with PostgreSQL's default (4 MB), a prefix found

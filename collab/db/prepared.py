@@ -33,6 +33,8 @@ from django.db import connections, router, transaction
 from django.db.models import Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
+from collab.db.planner import planned
+
 # Stand-ins: values no caller passes, of the type the field expects, so the compiler keeps
 # them as they are (an integer field turns a string into a type error, and a string field
 # turns an integer into a string).
@@ -241,12 +243,20 @@ class PreparedUnion:
     parameters (as the database adapter takes them: SQLite's are strings), so a value the
     query transforms fails loudly instead of running wrong. Compiled statements are kept per
     thread and database (a compiler belongs to its thread's connection), the ``size`` last
-    used shapes of each.
+    used shapes of each. ``planner``: the planner's parameters for the statement
+    (``collab.db.planner.planned``).
     """
 
-    def __init__(self, build: Callable[[Any], list[QuerySet[Any]]], *, size: int = 32) -> None:
+    def __init__(
+        self,
+        build: Callable[[Any], list[QuerySet[Any]]],
+        *,
+        size: int = 32,
+        planner: Mapping[str, bool | str] | None = None,
+    ) -> None:
         self.build = build
         self.size = size
+        self.planner = dict(planner or {})  # collab.db.planner.planned's parameters
         self._local = threading.local()
 
     def fetch(self, plan: object) -> list[tuple[Any, ...]]:
@@ -255,7 +265,8 @@ class PreparedUnion:
         compiled = self._compiled(shape, plan)
         if compiled is None:
             return []
-        return compiled.rows(dict(enumerate(values)))
+        with planned(compiled.alias, **self.planner):
+            return compiled.rows(dict(enumerate(values)))
 
     def _compiled(self, shape: object, plan: object) -> "Statement | None":
         cache: OrderedDict[tuple[str | None, object], Statement | None] = (

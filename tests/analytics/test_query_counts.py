@@ -205,3 +205,17 @@ def test_a_workspace_without_a_visible_project(world, has_projects):
         assert len(captured) <= BUDGET and len(own) == (2 if has_projects else 3), own
         if status == 200:
             assert response.json()["data"]["project_ids"] == []
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's parallel workers")
+def test_metrics_and_dashboards_are_planned_without_parallel_workers(world, projects):
+    """Their statement reads stored days and the rows written since the last rollup: a
+    parallel worker would cost more to start than it could read (one was planned for a
+    branch that read no row, on a project of a million issues). Every request's statement of
+    its figures says so to the planner, in its own query string."""
+    client = client_for(world.owner)
+    for template in PATHS:
+        path = "/v1/" + template.format(project=projects[0].pk, workspace=world.acme.pk)
+        _count, own = counted(client, path)
+        [figures] = [sql for sql in own if "UNION ALL" in sql]
+        assert figures.startswith("SET LOCAL max_parallel_workers_per_gather = '0'; "), path
