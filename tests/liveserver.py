@@ -7,6 +7,7 @@ committed, so the processes see them.
 
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
@@ -208,6 +209,8 @@ def asgi_server(env: dict[str, str], tmp_path: Path, workers: int = 1, port: int
 
 # Every queue (CELERY_TASK_ROUTES), as the worker command of docs/operations/worker.md takes them.
 QUEUES = "default,webhooks,git,analytics,email,exports"
+# How long a worker may take to start and say it is ready.
+WORKER_READY_SECONDS = 120
 
 
 class Worker:
@@ -233,11 +236,25 @@ class Worker:
         command = [sys.executable, "-m", "celery", "-A", "collab", "worker", "--pool", self.pool]
         command += ["--concurrency", str(self.concurrency), "-Q", QUEUES]
         command += ["--loglevel", "INFO", "--without-mingle", "--without-gossip"]
-        command += ["--hostname", f"test-{free_port()}@%h"]
+        name = f"test-{free_port()}@"
+        command += ["--hostname", f"{name}%h"]
         if self.beat:
             command += ["--beat", "--schedule", str(self.tmp_path / "beat-schedule")]
         self.process = _spawn(command, self.env, self.log)
+        self._ready(name)
         return self
+
+    def _ready(self, name: str) -> None:
+        """Until the worker says it consumes its queues (``<name>... ready.``): what a test
+        waits for next counts from there. On a loaded machine a worker took most of a
+        delivery's 30 seconds to start (a test's webhook timed out while it did)."""
+        assert self.process is not None
+        deadline = time.monotonic() + WORKER_READY_SECONDS
+        said = re.compile(re.escape(name) + r"\S* ready\.")
+        while not said.search(self.output()):
+            assert self.process.poll() is None, "the worker stopped:\n" + self.output()
+            assert time.monotonic() < deadline, "the worker did not start:\n" + self.output()
+            time.sleep(0.1)
 
     def kill(self) -> None:
         """SIGKILL to the worker and its beat, as when its container is killed: no chance to
