@@ -371,8 +371,12 @@ class Hub:
         )
         try:
             while True:
+                # A timeout scope, not wait_for: on Python 3.11, wait_for returns the wake-up
+                # when the hub is cancelled in the same turn as it is woken, swallowing the
+                # cancellation, and the hub went on (a server stopping waited on it).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.woken.wait(), timeout=interval)
+                    async with asyncio.timeout(interval):
+                        await self.woken.wait()
                 self.woken.clear()
                 # Read even with nobody subscribed: the next subscriber starts from a cursor
                 # that is current, not from where the hub stood when the last one left.

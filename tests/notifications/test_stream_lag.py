@@ -107,3 +107,28 @@ def test_a_scrape_shows_the_most_behind_of_the_live_processes(tmp_path, monkeypa
     assert scrape() == [40]
     process_files_fold(1002, str(tmp_path))
     assert scrape() == [5]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_hub_stops_when_cancelled_as_it_is_woken(world, settings):
+    """A hub cancelled in the same turn of the loop as it is woken (an event's wake-up as the
+    server stops) stops: asyncio.wait_for on Python 3.11 returned the wake-up and swallowed
+    the cancellation, and the hub polled on, every EVENT_STREAM_SAFETY_POLL_SECONDS, with
+    whatever waited for it to end (a test's event loop closing: 300 s)."""
+    settings.REDIS_URL = ""
+    settings.EVENT_STREAM_POLL_SECONDS = 3600
+    settings.EVENT_LOG_CONSUMERS = []
+
+    async def scenario() -> None:
+        hub = stream.Hub()
+        hub.task = asyncio.create_task(hub._run())
+        await hub.ready.wait()
+        await asyncio.sleep(0.05)  # waiting to be woken
+        hub.woken.set()
+        hub.task.cancel()
+        done, _pending = await asyncio.wait([hub.task], timeout=5)
+        if not done:
+            hub.task.cancel()  # the test's own loop must close
+        assert done and hub.task.cancelled()
+
+    asyncio.run(scenario())
