@@ -45,6 +45,18 @@ OWNER = "owner@demo.collab.localhost"
 FRESH_CONNECTION = {"Connection": "close"}
 
 
+def stop_on_terminate() -> None:
+    """SIGTERM ends the run as an exception would: the ``finally`` blocks stop the servers and
+    workers it started (each in a session of its own, which a signal to the run's own process
+    group does not reach). Without it, a run stopped from outside (a test's timeout) left
+    them running, consuming the broker's queues of whatever came next."""
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def environment_configure(settings_module: str, **extra: str) -> dict:
     """This process's environment, which the servers inherit: loopback services only."""
     os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)

@@ -101,6 +101,7 @@ from bench.harness import (  # noqa: E402
     process_rss_mib,
     project_seed,
     size_label,
+    stop_on_terminate,
     streams_open,
 )
 from bench.search import measure_rank_index  # noqa: E402
@@ -147,6 +148,7 @@ WEBHOOK_SENDERS = 32  # the webhook worker's threads (docker-compose.yml)
 
 def main() -> int:
     args = parse_args()
+    stop_on_terminate()
     environment = environment_configure(
         "bench.settings",
         RATE_LIMIT_ENABLED="0",

@@ -93,6 +93,7 @@ from bench.harness import (  # noqa: E402
     environment_configure,
     load_generator,
     project_seed,
+    stop_on_terminate,
 )
 
 RESULTS = ROOT / "bench" / "results" / "scale.json"
@@ -104,6 +105,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def main() -> int:
     args = parse_args()
+    stop_on_terminate()
     environment = environment_configure("bench.settings", RATE_LIMIT_ENABLED="0", DATABASE_POOL="1")
     database_ensure(os.environ["DATABASE_URL"])
     import django

@@ -74,6 +74,28 @@ MEASUREMENTS = {
 }
 
 
+def bench_script(command: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """``command`` (a bench script) to its end, ``timeout`` seconds at most. However the wait
+    ends early (its timeout, or the test's own), the script is stopped with SIGTERM, on which
+    it stops the servers and workers it started (bench.harness.stop_on_terminate; each runs
+    in a session of its own): killed outright, it left them running, and its workers went on
+    taking the tasks of the next tests on the same Redis database."""
+    process = subprocess.Popen(  # noqa: S603 - our own script
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException:
+        process.terminate()
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
 @pytest.fixture
 def bench_database():
     """A database of the smoke run's own, dropped afterwards: a copy of the run's migrated
@@ -105,13 +127,8 @@ def test_the_benchmark_suite_runs_end_to_end(bench_database, tmp_path):
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    result = subprocess.run(  # noqa: S603 - our own script
-        [sys.executable, "bench/run.py", "--smoke", "--output", str(output)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SMOKE_SECONDS,
+    result = bench_script(
+        [sys.executable, "bench/run.py", "--smoke", "--output", str(output)], env, SMOKE_SECONDS
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     last = result.stdout.strip().splitlines()[-1]
@@ -201,13 +218,8 @@ def test_one_web_process_or_two_runs_end_to_end(bench_database, tmp_path):
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    result = subprocess.run(  # noqa: S603 - our own script
-        [sys.executable, "bench/scale.py", "--smoke", "--output", str(output)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = bench_script(
+        [sys.executable, "bench/scale.py", "--smoke", "--output", str(output)], env, 120
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     last = result.stdout.strip().splitlines()[-1]
