@@ -434,7 +434,7 @@ def search(queryset, text: str):
 
 
 # The window "best first" looks for its candidates in first, in rows of the scope per
-# candidate (CandidateScore._oldest_candidate): at 20, a query matching 5% of the rows finds
+# candidate (CandidateScore._candidates): at 20, a query matching 5% of the rows finds
 # its candidates in it.
 WINDOW_PER_CANDIDATE = 20
 # The most projects whose windows are merged (a branch of the window's union each); past
@@ -684,10 +684,6 @@ class CandidateScore(Expression):
             (ranked, [score, *rest]),
             (queryset.filter(created_at__lt=oldest), rest),
         ]
-
-    def _oldest_candidate(self, *, windowed: bool = True):
-        """The created_at of the N-th newest row of ``among`` (``_candidates``)."""
-        return self._candidates(windowed=windowed)[0]
 
     def _candidates(self, *, windowed: bool = True) -> tuple[Any, dict[Any, list] | None]:
         """The created_at of the N-th newest row of ``among`` (the oldest of all, with fewer),

@@ -390,7 +390,7 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     assert (in_window >= 50) == (window == 20)  # each branch is taken
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
     with CaptureQueriesContext(connection) as queries:
-        oldest = best._oldest_candidate()
+        oldest = best._candidates()[0]
     assert oldest == newest[-1]
     statements = [q["sql"] for q in queries.captured_queries]
     assert statements[0].startswith('WITH m AS MATERIALIZED (SELECT w."created_at", w."id" FROM')
@@ -413,7 +413,7 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     across = Issue.objects.filter(fulltext_matches("e*"))
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=across, candidates=50)
     with CaptureQueriesContext(connection) as queries:
-        assert best._oldest_candidate() == newest[-1]
+        assert best._candidates()[0] == newest[-1]
     [statement] = [q["sql"] for q in queries.captured_queries]
     assert "w.document @@" not in statement and "UNION ALL" not in statement
 
@@ -447,7 +447,7 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
     def oldest_found(among):
         best = fulltext.CandidateScore(fulltext.parse("e*"), among=among, candidates=50)
         with CaptureQueriesContext(connection) as queries:
-            assert best._oldest_candidate() == newest[49][0]
+            assert best._candidates()[0] == newest[49][0]
         return [q["sql"] for q in queries.captured_queries]
 
     statements = oldest_found(matches)
@@ -545,7 +545,7 @@ def test_the_window_is_the_newest_rows_of_all_the_projects_not_of_each(world, mo
         fulltext_matches("sparrow")
     )
     best = fulltext.CandidateScore(fulltext.parse("sparrow"), among=matches, candidates=3)
-    assert best._oldest_candidate() == now - timedelta(days=12)
+    assert best._candidates()[0] == now - timedelta(days=12)
 
 
 def fulltext_matches(text):
