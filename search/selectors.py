@@ -20,6 +20,8 @@ from collab.db import fulltext
 from issues import facets
 from issues.models import IssueFacetCount
 from issues.selectors import issue_search_total, visible_projects
+from projects.models import Project
+from projects.selectors import project_get, project_visibility_q
 
 from .models import HitType, SearchHit
 
@@ -33,13 +35,42 @@ READ_SCOPES: dict[str, Q] = {
 HIT_FIELDS = ("id", "type", "object_id", "project_id", "title", "issue_id", "pull_request_id")
 
 
-def search_hits(*, user: User, scopes: list[str]) -> QuerySet[SearchHit]:
-    """What ``user`` may find, with a credential holding ``scopes`` (of ``READ_SCOPES``)."""
+def search_projects(
+    *, user: User, project_id: int | None, workspace_id: int | None
+) -> list[int] | None:
+    """The ids of the projects a search is narrowed to (``project_id``, the projects of
+    ``workspace_id``, or both), those of them ``user`` may see: read here once, so that each
+    statement of the search names them as values instead of restating who may see what
+    (as a subquery, compiled into each of them: a fifth of a search's time in Python). None:
+    not narrowed, every project ``user`` may see."""
+    if project_id is not None:
+        project = project_get(user=user, project_id=project_id, with_team_count=False)
+        if project is None or workspace_id not in (None, project.workspace_id):
+            return []
+        return [project.pk]
+    if workspace_id is None:
+        return None
+    # The workspace's projects, as values: PostgreSQL then plans with what they hold. As an
+    # array read while the query runs, their share of the rows was a guess: for a word in a
+    # workspace of 10,000 issues beside one of a million, it read every match of both
+    # (470 ms), where through the projects' index it reads the workspace's (9 ms).
+    seen = Project.objects.filter(project_visibility_q(user), workspace_id=workspace_id)
+    return list(seen.order_by("pk").values_list("pk", flat=True))
+
+
+def search_hits(
+    *, user: User, scopes: list[str], projects: list[int] | None = None
+) -> QuerySet[SearchHit]:
+    """What ``user`` may find, with a credential holding ``scopes`` (of ``READ_SCOPES``), in
+    ``projects`` (``search_projects``: ids of projects they may see) or, with None, in every
+    project they may see."""
     readable = Q(pk__in=[])
     for scope in scopes:
         readable |= READ_SCOPES[scope]
-    projects = visible_projects(user=user).values("pk")
-    return SearchHit.objects.filter(readable, fulltext.AmongIds("project_id", projects))
+    hits = SearchHit.objects.filter(readable)
+    if projects is None:
+        return hits.filter(fulltext.AmongIds("project_id", visible_projects(user=user)))
+    return hits.filter(project_id__in=projects) if projects else hits.none()
 
 
 def hit_values(hits: QuerySet[SearchHit], *, text: str) -> QuerySet[SearchHit, dict[str, Any]]:
@@ -93,12 +124,11 @@ def hit_total(
     user: User,
     text: str,
     scopes: Sequence[str],
-    project_id: int | None,
+    projects: Sequence[int] | None,
     types: list[str] | None,
-    workspace_id: int | None = None,
 ) -> int:
     """Exact number of ``hits`` (the hits of ``text`` that ``user`` may find with ``scopes``,
-    narrowed to ``project_id``, ``workspace_id`` and ``types``). Where the issues' word
+    in ``projects``, as ``search_hits`` has them, and of ``types``). Where the issues' word
     counters answer the issues among them (``issues.selectors.issue_search_total``: one word,
     a word and an exclusion, a prefix), only the other kinds are counted; otherwise every hit
     is."""
@@ -107,19 +137,15 @@ def hit_total(
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
     if not issues_wanted or fulltext.parse(text).required == ():
         return hits.count()
-    projects = visible_projects(user=user)
-    if project_id is not None:
-        projects = projects.filter(pk=project_id)
-    if workspace_id is not None:
-        projects = projects.filter(workspace_id=workspace_id)
+    project_ids = visible_projects(user=user) if projects is None else list(projects)
     others = hits.exclude(type=HitType.ISSUE).order_by()
     word = facets.word_lexeme(text)
     if word is None:
-        issues = issue_search_total(text=text, project_ids=projects, statuses=None)
+        issues = issue_search_total(text=text, project_ids=project_ids, statuses=None)
         return hits.count() if issues is None else issues + others.count()
     # One word: one statement, the word's counters summed plus the other kinds' hits counted.
     others_count = Subquery(others.annotate(n=Func(Value(1), function="COUNT")).values("n"))
-    counters = IssueFacetCount.objects.filter(project_id__in=projects, facet="word", value=word)
+    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet="word", value=word)
     total = counters.aggregate(
         total=ExpressionWrapper(
             Coalesce(Sum("count"), 0) + others_count, output_field=BigIntegerField()

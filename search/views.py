@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from accounts.models import User
 from collab.api.exceptions import BadRequest
 from collab.api.permissions import has_scope, require_scope
+from collab.api.routers import id_or_none
 from collab.api.viewsets import ApiViewSet
 
 from . import selectors
@@ -37,23 +38,26 @@ class SearchViewSet(ApiViewSet):
         if not text.strip():
             message = "Say what to search for."
             raise BadRequest("'q' is required.", details={"q": [message]})
-        hits = self.filter_queryset(selectors.search_hits(user=request.user, scopes=scopes))
-        self.page_counter = partial(self._count, user=request.user, text=text, scopes=scopes)
+        # Invalid ids narrow nothing here: the filters answer them 400.
+        projects = selectors.search_projects(
+            user=request.user,
+            project_id=id_or_none(request.query_params.get("project_id")),
+            workspace_id=id_or_none(request.query_params.get("workspace_id")),
+        )
+        hits = selectors.search_hits(user=request.user, scopes=scopes, projects=projects)
+        hits = self.filter_queryset(hits)
+        self.page_counter = partial(
+            self._count, user=request.user, text=text, scopes=scopes, projects=projects
+        )
         page = self.paginate_queryset(selectors.hit_values(hits, text=text)) or []
         page = selectors.hit_snippets_attach(page, text=text)
         return self.get_paginated_response([selectors.search_hit_record(row) for row in page])
 
-    def _count(self, rows, *, user: User, text: str, scopes: Sequence[str]) -> int:
+    def _count(
+        self, rows, *, user: User, text: str, scopes: Sequence[str], projects: Sequence[int] | None
+    ) -> int:
         """The exact total (the filters are valid by now: the filter set checked them)."""
-        params = self.request.query_params
-        project_id, workspace_id = params.get("project_id"), params.get("workspace_id")
-        types = [kind for kind in params.get("type", "").split(",") if kind]
+        types = [kind for kind in self.request.query_params.get("type", "").split(",") if kind]
         return selectors.hit_total(
-            rows,
-            user=user,
-            text=text,
-            scopes=scopes,
-            project_id=int(project_id) if project_id else None,
-            workspace_id=int(workspace_id) if workspace_id else None,
-            types=types or None,
+            rows, user=user, text=text, scopes=scopes, projects=projects, types=types or None
         )
