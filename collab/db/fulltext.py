@@ -434,17 +434,21 @@ def search(queryset, text: str):
 
 
 # The window "best first" looks for its candidates in first, in rows of the scope per
-# candidate (CandidateScore._candidates): at 20, a query matching 5% of the rows finds
-# its candidates in it.
-WINDOW_PER_CANDIDATE = 20
+# candidate (CandidateScore._candidates): at 30, a query matching 3.3% of the rows finds its
+# candidates in it. (At 20, a word in exactly 5% of the rows, as the benchmark seeds them,
+# was found 498 times in the newest 10,000 rows: one seeding away from the slower path.) The
+# walk stops at the N-th match: a wider window costs only where too few match.
+WINDOW_PER_CANDIDATE = 30
 # The most projects whose windows are merged (a branch of the window's union each); past
 # that, the planner chooses alone.
 WINDOW_MOST_SCOPES = 32
-# The fewest matches per candidate for which the window is worth its walk, where the total is
-# known: with fewer, it is found through the full-text index at once, which reads each match
-# (a pair of words in 0.6% of a million issues: 6,000 matches read in 61 ms, where the window
-# walked 20,000 rows for too few of them first, and then read them: 140 ms).
-WINDOW_LEAST_MATCHES = 10
+# The fewest matches for which the window is worth its walk, where the total is known: with
+# fewer, they are found through the full-text index at once, which reads each match (a pair of
+# words in 0.6% of a million issues: 6,000 matches read in 61 ms, where the window walked
+# 20,000 rows for too few of them first, and then read them: 140 ms). A number of matches, not
+# a multiple of the candidates: what reading them all costs does not depend on how many are
+# ranked.
+WINDOW_LEAST_MATCHES = 10_000
 
 
 class _Document(Expression):
@@ -583,17 +587,11 @@ def _keyed(model, keys: dict[Any, list[Any]]) -> Q:
 def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any]]:
     """The SQL (and its parameters) of the newest ``n`` matches of ``query`` among the newest
     ``rows`` rows of ``scope`` (what ``_scope_of`` gives: the rows without their match,
-    narrowed to values of a field): a row per kind of row (one where the model has no
-    kinds), each with how many were found, the created_at of the oldest of them, the kind,
-    and the ids (``_row_key``) of that kind's rows newer than the oldest (NULL for none).
-    The newest rows are read newest first through the (scope, created_at) index, each
-    project's merged with the others' in order: ``rows`` rows in all, not ``rows`` per
-    project."""
+    narrowed to values of a field), as ``_newest_keys`` gives them. The newest rows are read
+    newest first through the (scope, created_at) index, each project's merged with the
+    others' in order: ``rows`` rows in all, not ``rows`` per project."""
     unmatched, field, values = scope
-    kind_field, id_field = _row_key(unmatched.model)
-    quote = connections[unmatched.db].ops.quote_name
-    kind = "NULL" if kind_field is None else f"m.{quote(kind_field)}"
-    columns = [name for name in (kind_field, id_field) if name is not None]
+    columns = _key_columns(unmatched.model)
 
     def newest(value):
         rows_of = unmatched.filter(**{field: value}).order_by("-created_at")
@@ -601,10 +599,31 @@ def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any
 
     window, params = _newest_merged(newest, values, rows)
     match, more = _tsquery(query)
-    selected = ", ".join(f"w.{quote(column)}" for column in ("created_at", *columns))
+    return _newest_keys(unmatched, window, params, f"w.document @@ {match}", more, n)
+
+
+def _key_columns(model) -> list[str]:
+    return [name for name in _row_key(model) if name is not None]
+
+
+def _newest_keys(
+    queryset, rows_sql: str, params: list[Any], condition: str, more: list[Any], n: int
+) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) of the newest ``n`` of the rows ``rows_sql`` gives (rows
+    of ``queryset``'s model: their created_at and ``_row_key`` columns), those meeting
+    ``condition`` (over ``w``; its parameters in ``more``): a row per kind of row (one where
+    the model has no kinds), each with how many were found, the created_at of the oldest of
+    them, the kind, and the ids (``_row_key``) of that kind's rows newer than the oldest
+    (NULL for none)."""
+    kind_field, id_field = _row_key(queryset.model)
+    quote = connections[queryset.db].ops.quote_name
+    kind = "NULL" if kind_field is None else f"m.{quote(kind_field)}"
+    selected = ", ".join(
+        f"w.{quote(column)}" for column in ("created_at", *_key_columns(queryset.model))
+    )
     sql = (
-        f"WITH m AS MATERIALIZED (SELECT {selected} FROM ({window}) w "
-        f"WHERE w.document @@ {match} ORDER BY w.created_at DESC LIMIT %s), "
+        f"WITH m AS MATERIALIZED (SELECT {selected} FROM ({rows_sql}) w "
+        f"WHERE {condition} ORDER BY w.created_at DESC LIMIT %s), "
         "e AS (SELECT COUNT(*) AS found, MIN(created_at) AS oldest FROM m) "
         f"SELECT e.found, e.oldest, {kind}, "
         f"array_agg(m.{quote(id_field)}) FILTER (WHERE m.created_at IS NOT NULL) "
@@ -663,7 +682,7 @@ class CandidateScore(Expression):
         score = OrderBy(Score(self.query), descending=True)
         if total is not None and total <= self.candidates:
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
-        windowed = total is None or total > WINDOW_LEAST_MATCHES * self.candidates
+        windowed = total is None or total > WINDOW_LEAST_MATCHES
         oldest, newer = self._candidates(windowed=windowed)
         if oldest is None:  # no row at all
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
@@ -687,7 +706,7 @@ class CandidateScore(Expression):
 
     def _candidates(self, *, windowed: bool = True) -> tuple[Any, dict[Any, list] | None]:
         """The created_at of the N-th newest row of ``among`` (the oldest of all, with fewer),
-        None with none; and, where the window found them, the ids (``_row_key``) of the rows
+        None with none; and, in a scope (``_scope_of``), the ids (``_row_key``) of the rows
         newer than it, by kind (None otherwise).
 
         On PostgreSQL, where ``among`` is narrowed to values of its model's
@@ -695,13 +714,15 @@ class CandidateScore(Expression):
         newest WINDOW_PER_CANDIDATE x N rows of that scope are read first, newest first
         through its (scope, created_at) index, and the matches among them kept: when N match,
         the N-th is the answer, found in a walk of bounded length (a phrase in 5% of a million
-        issues: 11 ms, where its planner read every match, 280 ms to 350 ms). With fewer (or
-        not ``windowed``), each project's newest N matches are found as the planner chooses
-        for that project (few matches: through the full-text index), and merged, in a second
-        statement. (As one statement, a COALESCE of both, its planning cost as much as its
-        run: across a workspace of 20 projects, 47 ms of 80 for forty branches over
-        /v1/search's view, where the window alone has twenty.) Elsewhere (every project the
-        caller sees), the planner chooses alone."""
+        issues: 11 ms, where its planner read every match, 280 ms to 350 ms). With fewer,
+        each project's newest N matches are found as the planner chooses for that project
+        (few matches: through the full-text index), and merged, in a second statement. (As
+        one statement, a COALESCE of both, its planning cost as much as its run: across a
+        workspace of 20 projects, 47 ms of 80 for forty branches over /v1/search's view,
+        where the window alone has twenty.) Not ``windowed`` (a total known to be at most
+        WINDOW_LEAST_MATCHES), the newest N matches of the scope together, in one statement.
+        Either way with the keys of the candidates newer than the N-th. Elsewhere (every
+        project the caller sees), the planner chooses alone, and no keys come back."""
         n = self.candidates
         scope = _scope_of(self.among)
         if scope is None:
@@ -713,15 +734,31 @@ class CandidateScore(Expression):
                 if kinds[0][0] == n:
                     newer = {kind: ids for _found, _oldest, kind, ids in kinds if ids}
                     return kinds[0][1], newer
-            # Each project's newest N matches, merged: the newest N of them all, each
-            # project's found as the planner chooses for it (for several at once, it chose
-            # one plan for them all).
+            # The newest N matches, with their keys, as the window gives them: the page then
+            # reads its candidates by key, not through the full-text index again (a pair of
+            # words in 0.6% of a million issues: their every match read twice, 13 ms each).
             _unmatched_rows, field, values = scope
-            merged, params = _newest_merged(
-                lambda value: self.newest.filter(**{field: value})[:n], values, n
-            )
-            cursor.execute(f"SELECT MIN(f.created_at) FROM ({merged}) f", params)
-            return cursor.fetchone()[0], None
+            columns = _key_columns(self.among.model)
+
+            def newest(among):
+                return among.order_by("-created_at").values("created_at", *columns)[:n]
+
+            if windowed:
+                # Many matches, too few of them among the newest rows: each project's newest
+                # N, merged, each found as the planner chooses for that project (for several
+                # at once, it chose one plan for them all).
+                rows, params = _newest_merged(
+                    lambda value: newest(self.among.filter(**{field: value})), values, n
+                )
+            else:
+                # At most WINDOW_LEAST_MATCHES matches: all of them read through the full-text
+                # index, in one statement (across a workspace's 20 projects, 4 ms, where
+                # twenty branches took 23 ms, most of it to plan them).
+                rows, more = newest(self.among).query.get_compiler(self.among.db).as_sql()
+                params = list(more)
+            cursor.execute(*_newest_keys(self.among, rows, params, "TRUE", [], n))
+            kinds = cursor.fetchall()
+            return kinds[0][1], {kind: ids for _found, _oldest, kind, ids in kinds if ids}
 
     def __repr__(self) -> str:  # a cursor's fingerprint: stable from one request to the next
         return f"{self.__class__.__name__}({self.query!r}, {self.candidates})"

@@ -304,8 +304,12 @@ def broad(world, settings):
     "path",
     ["/v1/search", "/v1/projects/{project}/issues", "/v1/issues"],
 )
-def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path):
+def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path, monkeypatch):
+    from collab.db import fulltext
     from issues.models import Issue
+
+    # Hundreds of matches: the window is walked for them (past 10,000, by default).
+    monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 200)
 
     params = {"q": "e*", "per_page": 10, "highlight": "true"}
     if path != "/v1/search":
@@ -398,18 +402,22 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     assert (in_window >= 50) == (window == 20)  # each branch is taken
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
     with CaptureQueriesContext(connection) as queries:
-        oldest = best._candidates()[0]
+        oldest, newer = best._candidates()
     assert oldest == newest[-1]
+    # Either way, with the keys of the candidates newer than the oldest: the page reads them
+    # by key.
+    newer_ids = set(matches.filter(created_at__gt=oldest).values_list("pk", flat=True))
+    assert newer is not None and {pk for ids in newer.values() for pk in ids} == newer_ids
     statements = [q["sql"] for q in queries.captured_queries]
     assert statements[0].startswith('WITH m AS MATERIALIZED (SELECT w."created_at", w."id" FROM')
     # The fallback is a statement of its own, run only when the window finds too few.
     assert len(statements) == (1 if window == 20 else 2)
     assert all("w.document @@" not in statement for statement in statements[1:])
 
-    # With a total of at most WINDOW_LEAST_MATCHES N matches, the bands skip the window.
+    # With a total of at most WINDOW_LEAST_MATCHES matches, the bands skip the window.
     total = matches.count()
-    monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 10)
-    for known, windowed in ((None, True), (total, total > 10 * 50), (10 * 50, False)):
+    monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 500)
+    for known, windowed in ((None, True), (total, total > 500), (500, False)):
         with CaptureQueriesContext(connection) as queries:
             [(ranked, _order), _older] = best.bands(matches, [], total=known)
         statements = [q["sql"] for q in queries.captured_queries]
@@ -464,6 +472,15 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
     # window) their newest matches.
     assert len(statements) == (1 if window == 20 else 2)
     assert all(statement.count("UNION ALL") == 1 for statement in statements)
+    # With a total known to be at most WINDOW_LEAST_MATCHES, no window: the newest matches of
+    # the projects together, in one statement, and their keys.
+    best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
+    total = matches.count()
+    with CaptureQueriesContext(connection) as queries:
+        [(ranked, _order), _older] = best.bands(matches, [], total=total)
+    [statement] = [q["sql"] for q in queries.captured_queries]
+    assert "w.document @@" not in statement and "UNION ALL" not in statement
+    assert ranked.count() == 50
     # The same scope as a subquery, or with too many projects to merge: no window.
     projects = Project.objects.filter(pk__in=ids).values("pk")
     [statement] = oldest_found(
