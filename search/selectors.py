@@ -41,8 +41,9 @@ def search_projects(
     """The ids of the projects a search is narrowed to (``project_id``, the projects of
     ``workspace_id``, or both), those of them ``user`` may see: read here once, so that each
     statement of the search names them as values instead of restating who may see what
-    (as a subquery, compiled into each of them: a fifth of a search's time in Python). None:
-    not narrowed, every project ``user`` may see."""
+    (as a subquery, built and compiled into each of them: for a word at a million issues,
+    12.0 ms of Python a request, 7.6 ms without). None: not narrowed, every project ``user``
+    may see."""
     if project_id is not None:
         project = project_get(user=user, project_id=project_id, with_team_count=False)
         if project is None or workspace_id not in (None, project.workspace_id):
