@@ -5,7 +5,9 @@ the filtered lists, without counting rows.
 priority, each assignee (``""``: none), each label (its id), were created on each day and
 last updated on each day (UTC, ``YYYY-MM-DD``), and on PostgreSQL how many hold each word
 of their search document (``word``: a lexeme of ``collab.db.fulltext``'s document, up to
-``WORD_MAX`` characters), which answers a search for one word. Triggers on the issue table
+``WORD_MAX`` characters), which answers a search for one word, and each pair of words side by
+side in it (``pair``: the two lexemes, a space between them, up to ``WORD_MAX`` characters in
+all), which answers a phrase of two words. Triggers on the issue table
 and on its label links keep them, in the statement that changes the rows: every write path
 (the services, bulk requests, the admin, label renames and deletes, seeding) keeps them exact,
 at no extra query.
@@ -31,7 +33,7 @@ from collab.db import fulltext
 TABLE = "issues_issuefacetcount"
 ISSUES = "issues_issue"
 LINKS = "issues_issue_labels"
-FACETS = ("type", "priority", "assignee", "label", "created", "updated", "word")
+FACETS = ("type", "priority", "assignee", "label", "created", "updated", "word", "pair")
 # The longest word counted (the counters' value column); a longer one is counted in the rows.
 WORD_MAX = 64
 # A day of a timestamp column, as the counters name it.
@@ -87,6 +89,52 @@ def _word_changes(row: str, delta: int, source: str, where: str = "true") -> str
     return _select(row, "word", "w.lexeme", str(delta), words)
 
 
+# A title and text of fewer characters than this hold fewer words than PostgreSQL's last
+# position in a document (16,383: a word takes two characters at least, with the space after
+# it), so that each position holds one word and the next word in position order is the one
+# that follows it. A longer document may hold several at the last position: its pairs are
+# found by joining each position to the next (exact for any document, and three times the
+# cost of the other way: 32 us an issue, against 17).
+PAIR_ORDERED_CHARS = 32_000
+
+
+def _pair_changes(row: str, delta: int, source: str, where: str = "true") -> list[str]:
+    """PostgreSQL: (project_id, status, 'pair', "lexeme lexeme", delta) of each pair of words
+    side by side in the search document of each issue of ``source`` (``where`` it holds): a
+    word at a position and one at the next (the stop words between keep their places), as a
+    phrase of the two matches them, once per issue however often it holds them."""
+    places = f"unnest({row}.{fulltext.COLUMN}) AS u CROSS JOIN unnest(u.positions) AS p(at)"
+    followed = (
+        "(SELECT u.lexeme, p.at, lead(u.lexeme) OVER w AS next, lead(p.at) OVER w AS next_at "
+        f"FROM {places} WINDOW w AS (ORDER BY p.at)) AS x"
+    )
+    ordered = (
+        f"SELECT x.lexeme || ' ' || x.next AS lexeme FROM {followed} WHERE x.next_at = x.at + 1"
+    )
+    joined = (
+        f"SELECT a.lexeme || ' ' || b.lexeme AS lexeme FROM (SELECT u.lexeme, p.at FROM {places}) "
+        f"AS a JOIN (SELECT u.lexeme, p.at FROM {places}) AS b ON b.at = a.at + 1"
+    )
+    length = f"char_length({row}.title) + char_length({row}.description)"
+    return [
+        _select(
+            row,
+            "pair",
+            "w.lexeme",
+            str(delta),
+            f"{source} CROSS JOIN LATERAL (SELECT DISTINCT lexeme FROM ({pairs}) AS d) AS w "
+            f"WHERE {where} AND {length} {compared} {PAIR_ORDERED_CHARS} "
+            f"AND char_length(w.lexeme) <= {WORD_MAX}",
+        )
+        for pairs, compared in ((ordered, "<"), (joined, ">="))
+    ]
+
+
+def _text_changes(row: str, delta: int, source: str, where: str = "true") -> list[str]:
+    """PostgreSQL: the word and pair counters' changes of each issue of ``source``."""
+    return [_word_changes(row, delta, source, where), *_pair_changes(row, delta, source, where)]
+
+
 # The changes of a statement (or row), added up per counter and appended.
 _APPEND = f"""
 INSERT INTO {TABLE} (project_id, status, facet, value, count)
@@ -111,11 +159,11 @@ def _postgresql() -> list[str]:
         f"old_rows o JOIN new_rows n ON n.id = o.id AND (n.status, n.project_id, n.{document}) "
         f"IS DISTINCT FROM (o.status, o.project_id, o.{document})"
     )
-    reworded = [_word_changes("o", -1, rewritten), _word_changes("n", 1, rewritten)]
+    reworded = [*_text_changes("o", -1, rewritten), *_text_changes("n", 1, rewritten)]
     functions = {
-        "issues_facets_insert": [*inserted, _word_changes("n", 1, "new_rows n")],
+        "issues_facets_insert": [*inserted, *_text_changes("n", 1, "new_rows n")],
         "issues_facets_update": deleted + inserted + relabelled + reworded,
-        "issues_facets_delete": [*deleted, _word_changes("o", -1, "old_rows o")],
+        "issues_facets_delete": [*deleted, *_text_changes("o", -1, "old_rows o")],
         "issues_facets_link_insert": [
             _link_changes(pg, "i", "l", 1, f"new_links l JOIN {ISSUES} i ON i.id = l.issue_id")
         ],
@@ -212,7 +260,7 @@ def rebuild(project_id: int, *, using: str | None = None) -> None:
         )
     )
     if vendor == "postgresql":
-        selects.append(_word_changes("i", 1, f"{ISSUES} i", where="i.project_id = %s"))
+        selects.extend(_text_changes("i", 1, f"{ISSUES} i", where="i.project_id = %s"))
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE project_id = %s", [project_id])
         cursor.execute(
@@ -221,6 +269,22 @@ def rebuild(project_id: int, *, using: str | None = None) -> None:
             f"FROM ({' UNION ALL '.join(selects)}) AS changes "
             "GROUP BY project_id, status, facet, value",
             [project_id] * len(selects),
+        )
+
+
+def pairs_recount(connection) -> None:
+    """PostgreSQL: the pair counters of every project recounted from the rows (after the
+    triggers began keeping them, in the same transaction: their lock on the issues holds
+    writes off until it commits, so none is counted twice or missed)."""
+    if connection.vendor != "postgresql":
+        return
+    changes = " UNION ALL ".join(_pair_changes("i", 1, f"{ISSUES} i"))
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE facet = 'pair'")
+        cursor.execute(
+            f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
+            f"SELECT project_id, status, facet, value, SUM(delta), true FROM ({changes}) AS c "
+            "GROUP BY project_id, status, facet, value"
         )
 
 
@@ -330,28 +394,61 @@ def compact(*, using: str = "default") -> int:
     return len(project_ids)
 
 
-def word_lexeme(text: str, *, using: str = "default") -> str | None:
-    """The one word the counters hold for the search ``text`` when it is a single plain word
-    (no phrase, prefix or exclusion) on PostgreSQL; None when the counters cannot answer it
-    (the rows are counted then)."""
-    connection = connections[using]
+def query_counter(text: str, *, using: str = "default") -> tuple[str, str] | None:
+    """The counter (facet and value) that holds the total of the search ``text`` when it is a
+    single term, not an exclusion, that ``term_counter`` answers; None otherwise."""
     query = fulltext.parse(text)
-    if connection.vendor != "postgresql" or len(query.terms) != 1:
+    if len(query.terms) != 1 or query.terms[0].excluded:
         return None
-    term = query.terms[0]
-    if term.prefix or term.excluded or len(term.words) != 1:
+    return term_counter(query.terms[0], using=using)
+
+
+def term_counter(term: fulltext.Term, *, using: str = "default") -> tuple[str, str] | None:
+    """The counter (facet and value) of the issues that ``term`` (a term of a search, taken
+    as required) matches, on PostgreSQL: a plain word's (``word``), a phrase's of two words
+    that stand side by side once stop words are dropped (``pair``); None for any other term
+    (a prefix, a longer phrase, a stop word: the rows are counted then)."""
+    if connections[using].vendor != "postgresql" or term.prefix:
         return None
-    return _lexeme(term.words[0], using)
+    if len(term.words) == 1:
+        word = lexeme(term.words[0], using=using)
+        return None if word is None else ("word", word)
+    pair = _pair(term.words, using)
+    return None if pair is None else ("pair", pair)
+
+
+def lexeme(word: str, *, using: str = "default") -> str | None:
+    """The lexeme of ``word`` as the search documents hold it (the database's stemmer, so
+    asked once per word and process); None unless it is exactly one countable lexeme (a stop
+    word has none; on another database than PostgreSQL, none either)."""
+    return _lexeme(word, using) if connections[using].vendor == "postgresql" else None
 
 
 @lru_cache(maxsize=4096)
 def _lexeme(word: str, using: str) -> str | None:
-    """The lexeme of ``word`` as the search documents hold it (the database's stemmer, so
-    asked once per word and process); None unless it is exactly one countable lexeme (a stop
-    word has none)."""
     with connections[using].cursor() as cursor:
         cursor.execute(f"SELECT tsvector_to_array(to_tsvector('{fulltext.CONFIG}', %s))", [word])
         lexemes = cursor.fetchone()[0]
     if len(lexemes) != 1 or len(lexemes[0]) > WORD_MAX:
         return None
     return lexemes[0]
+
+
+@lru_cache(maxsize=4096)
+def _pair(words: tuple[str, ...], using: str) -> str | None:
+    """The pair counter's value for the phrase of ``words`` (as ``_pair_changes`` writes it:
+    its two lexemes, a space between them), asked of the database once per phrase and
+    process; None unless the phrase is two lexemes at consecutive positions (a stop word
+    between them leaves a gap, which the phrase requires: ``"dark the mode"``)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT array_agg(u.lexeme ORDER BY p.at), array_agg(p.at ORDER BY p.at) "
+            f"FROM unnest(to_tsvector('{fulltext.CONFIG}', %s)) AS u "
+            "CROSS JOIN unnest(u.positions) AS p(at)",
+            [" ".join(words)],
+        )
+        lexemes, places = cursor.fetchone()
+    if not lexemes or len(lexemes) != 2 or places[1] != places[0] + 1:
+        return None
+    pair = " ".join(lexemes)
+    return pair if len(pair) <= WORD_MAX else None

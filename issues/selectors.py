@@ -201,28 +201,29 @@ def issue_search_total(
     *, text: str, project_ids: QuerySet[Project, Any] | list[int], statuses: list[str] | None
 ) -> int | None:
     """Exact number of the issues of these projects (and statuses) that the search ``text``
-    matches, from the word counters (``issues.facets``) where its shape lets them answer,
-    with the few rows they leave counted; None for any other shape (count the rows then):
+    matches, from the counters of words and of pairs of words (``issues.facets``) where its
+    shape lets them answer, with the few rows they leave counted; None for any other shape
+    (count the rows then):
 
-    - one word: its counters;
-    - one word and one exclusion (``emoji -safari``): the word's counters, less the issues
+    - one word, or a phrase of two (``"dark mode"``): its counters;
+    - one of those and one exclusion (``emoji -safari``): its counters, less the issues
       holding both, counted (an index scan that reads only the rows it counts);
     - one prefix of one word (``bill*``): the counters of the most common counted word that
       begins with it, plus the issues holding another word that begins with it and not that
       one, counted (none, where one word is all the prefix finds)."""
     query = fulltext.parse(text)
     required, excluded = query.required, query.excluded
-    if len(required) != 1 or len(excluded) > 1 or len(required[0].words) != 1:
+    if len(required) != 1 or len(excluded) > 1:
         return None
     [term] = required
-    if term.prefix and excluded:
+    if term.prefix and (excluded or len(term.words) != 1):
         return None
-    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet="word")
+    counters = IssueFacetCount.objects.filter(project_id__in=project_ids)
     rows = Issue.objects.filter(project_id__in=project_ids)
     if statuses:
         counters, rows = counters.filter(status__in=statuses), rows.filter(status__in=statuses)
     if term.prefix:
-        stem = facets.word_lexeme(term.words[0])
+        stem = facets.lexeme(term.words[0])
         if stem is None:
             return None
         # The range as well as the prefix: the counters' index (project, facet, value) reads
@@ -230,7 +231,7 @@ def issue_search_total(
         # (20 ms to 50 ms for a million issues' words). The prefix keeps it exact whatever
         # the collation orders; which word is picked does not change the total.
         word = (
-            counters.filter(value__startswith=stem, **_prefix_range("value", stem))
+            counters.filter(facet="word", value__startswith=stem, **_prefix_range("value", stem))
             .values("value")
             .annotate(total=Sum("count"))
             .order_by("-total")
@@ -240,12 +241,13 @@ def issue_search_total(
         if word is None:
             return None
         others = fulltext.Query((term, fulltext.Term(words=(word,), lexeme=True, excluded=True)))
-        held = counters.filter(value=word).aggregate(total=Sum("count"))["total"] or 0
-        return held + fulltext.count_by_index(rows.filter(fulltext.Matches(others)))
-    word = facets.word_lexeme(term.words[0])
-    if word is None:
+        held = counters.filter(facet="word", value=word).aggregate(total=Sum("count"))["total"]
+        return (held or 0) + fulltext.count_by_index(rows.filter(fulltext.Matches(others)))
+    counter = facets.term_counter(term)
+    if counter is None:
         return None
-    held = counters.filter(value=word).aggregate(total=Sum("count"))["total"] or 0
+    facet, value = counter
+    held = counters.filter(facet=facet, value=value).aggregate(total=Sum("count"))["total"] or 0
     if not excluded:
         return held
     both = fulltext.Query((term, fulltext.Term(words=excluded[0].words, prefix=excluded[0].prefix)))

@@ -130,9 +130,9 @@ def hit_total(
 ) -> int:
     """Exact number of ``hits`` (the hits of ``text`` that ``user`` may find with ``scopes``,
     in ``projects``, as ``search_hits`` has them, and of ``types``). Where the issues' word
-    counters answer the issues among them (``issues.selectors.issue_search_total``: one word,
-    a word and an exclusion, a prefix), only the other kinds are counted; otherwise every hit
-    is."""
+    counters answer the issues among them (``issues.selectors.issue_search_total``: one word
+    or a phrase of two, either with an exclusion, a prefix), only the other kinds are
+    counted; otherwise every hit is."""
     if hits.query.is_empty():  # narrowed to nothing (a workspace without projects)
         return 0
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
@@ -140,13 +140,15 @@ def hit_total(
         return hits.count()
     project_ids = visible_projects(user=user) if projects is None else list(projects)
     others = hits.exclude(type=HitType.ISSUE).order_by()
-    word = facets.word_lexeme(text)
-    if word is None:
+    counter = facets.query_counter(text)
+    if counter is None:
         issues = issue_search_total(text=text, project_ids=project_ids, statuses=None)
         return hits.count() if issues is None else issues + others.count()
-    # One word: one statement, the word's counters summed plus the other kinds' hits counted.
+    # One word or a phrase of two: one statement, its counters summed plus the other kinds'
+    # hits counted.
+    facet, value = counter
     others_count = Subquery(others.annotate(n=Func(Value(1), function="COUNT")).values("n"))
-    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet="word", value=word)
+    counters = IssueFacetCount.objects.filter(project_id__in=project_ids, facet=facet, value=value)
     total = counters.aggregate(
         total=ExpressionWrapper(
             Coalesce(Sum("count"), 0) + others_count, output_field=BigIntegerField()

@@ -23,16 +23,30 @@ def day(moment) -> str:
     return moment.astimezone(UTC).date().isoformat()
 
 
-def words(project) -> dict[int, list[str]]:
-    """PostgreSQL: each issue's distinct words, as its search document holds them."""
+def words(project) -> dict[int, dict[int, list[str]]]:
+    """PostgreSQL: each issue's words by position, as its search document holds them."""
+    places: dict[int, dict[int, list[str]]] = {}
     if connection.vendor != "postgresql":
-        return {}
+        return places
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, tsvector_to_array(search_document) FROM issues_issue WHERE project_id = %s",
+            "SELECT i.id, u.lexeme, u.positions FROM issues_issue i "
+            "CROSS JOIN unnest(i.search_document) AS u WHERE i.project_id = %s",
             [project.pk],
         )
-        return dict(cursor.fetchall())
+        for issue_id, lexeme, positions in cursor.fetchall():
+            for position in positions:
+                places.setdefault(issue_id, {}).setdefault(position, []).append(lexeme)
+    return places
+
+
+def text_counters(places: dict[int, list[str]]) -> set[tuple[str, str]]:
+    """An issue's word and pair counters (facet, value), from its words by position: each
+    word, and each word followed by one at the next position (a phrase of the two)."""
+    found = {("word", word) for at in places.values() for word in at}
+    for position, at in places.items():
+        found |= {("pair", f"{a} {b}") for a in at for b in places.get(position + 1, [])}
+    return {(facet, value) for facet, value in found if len(value) <= facets.WORD_MAX}
 
 
 def truth(project) -> Counter:
@@ -41,9 +55,8 @@ def truth(project) -> Counter:
     lexemes = words(project)
     for issue in Issue.objects.filter(project=project).prefetch_related("labels"):
         key = (issue.status,)
-        for word in lexemes.get(issue.pk, []):
-            if len(word) <= facets.WORD_MAX:
-                expected[(*key, "word", word)] += 1
+        for facet, value in text_counters(lexemes.get(issue.pk, {})):
+            expected[(*key, facet, value)] += 1
         expected[(*key, "type", issue.type)] += 1
         expected[(*key, "priority", issue.priority)] += 1
         expected[(*key, "assignee", str(issue.assignee_id or ""))] += 1
@@ -74,7 +87,8 @@ def test_every_write_path_keeps_them_exact(api, world):
             path,
             {
                 "title": "One crash",
-                "description": "Crashes when the emoji picker crashes twice.",
+                # A pair twice ("emoji picker"), counted once; words with stop words between.
+                "description": "Crashes when the emoji picker crashes twice. Emoji picker!",
                 "type": "bug",
                 "labels": ["ui", "api"],
                 "assignee_id": owner.pk,
@@ -98,9 +112,13 @@ def test_every_write_path_keeps_them_exact(api, world):
         format="json",
     )
     assert_exact(project)
-    api.owner.patch(  # its words change, one of them too long to count
+    long_pair = "y" * (facets.WORD_MAX // 2) + " " + "z" * (facets.WORD_MAX // 2)
+    api.owner.patch(  # its words change, one of them and one pair too long to count
         f"/v1/issues/{one['id']}",
-        {"title": "Renamed picker", "description": "x" * (facets.WORD_MAX + 1) + " crashes"},
+        {
+            "title": "Renamed picker",
+            "description": "x" * (facets.WORD_MAX + 1) + f" crashes {long_pair}",
+        },
         format="json",
     )
     assert_exact(project)
@@ -125,6 +143,24 @@ def test_every_write_path_keeps_them_exact(api, world):
     api.owner.delete(f"/v1/issues/{one['id']}")
     assert_exact(project)
     assert sum(kept(project).values()) > 0
+
+
+def test_the_pairs_of_a_document_past_its_last_position_are_exact(api, world):
+    """Past 16,383 words, PostgreSQL gives every further word the last position: each is then
+    the successor of the word before it (the pairs are joined position to position there,
+    issues.facets.PAIR_ORDERED_CHARS)."""
+    # After the title (position 1): w16380 at 16,382, and w16381 onwards all at 16,383.
+    words_past = [f"w{n}" for n in range(16_500)]
+    long = make_issue(world.project, world.owner, title="Long", description=" ".join(words_past))
+    make_issue(world.project, world.owner, title="Short", description="w16380 w16450")
+    assert len(long.description) >= facets.PAIR_ORDERED_CHARS
+    assert_exact(world.project)
+    if connection.vendor == "postgresql":
+        assert kept(world.project)[("open", "pair", "w16380 w16450")] == 2
+    body = assert_ok(
+        api.owner.get(f"/v1/projects/{world.project.pk}/issues", {"q": '"w16380 w16450"'})
+    )
+    assert body["meta"]["total"] == len(body["data"]) == 2
 
 
 def test_compacting_folds_each_key_into_one_row_and_keeps_them_exact(api, world):
@@ -308,7 +344,11 @@ SEARCHED = [
     ({"q": "emo* -picker"}, ROWS),
     ({"q": "emoji -picker -crash"}, ROWS),
     ({"q": "emoji picker"}, ROWS),
-    ({"q": '"emoji picker"'}, ROWS),
+    ({"q": '"emoji picker"'}, COUNTERS),  # a phrase of two words: their pair's counters
+    ({"q": '"the emoji picker"', "status": "open"}, COUNTERS),  # a stop word before them
+    ({"q": '"emoji picker" -crash'}, COUNTERS_AND_REST),
+    ({"q": '"picker of emoji"'}, ROWS),  # a stop word between: not side by side
+    ({"q": '"emoji picker crashes"'}, ROWS),  # three words
     ({"q": "-emoji"}, ROWS),
     ({"q": "the"}, ROWS),  # a stop word
     ({"q": "emoji", "type": "bug"}, ROWS),

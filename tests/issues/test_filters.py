@@ -477,7 +477,7 @@ def test_one_more_filter_reads_the_per_value_counters(world, board, params):
 )
 def test_other_filters_count_the_rows(world, board, params):
     """The rest count the rows: several filters, several labels, a search that is not one
-    plain word (any search on SQLite, which keeps no word counters)."""
+    plain word or a phrase of two (any search on SQLite, which keeps no word counters)."""
     client = client_for(world.owner)
     body, sql = _count_queries(client, project_path(board), params)
     expected = oracle(board, board.records(world.project), params, me=world.owner.pk)

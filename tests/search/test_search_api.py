@@ -210,7 +210,7 @@ def test_the_answer_takes_a_fixed_number_of_queries(api, world, found):
     for n in range(10):
         make_issue(world.project, world.owner, title=f"checkout {n}")
     # Kept out of the count: a key's first call records its use, and a process asks the
-    # database once for a word's stem (issues.facets.word_lexeme): with a cold cache, as when
+    # database once for a word's stem (issues.facets.lexeme): with a cold cache, as when
     # this test runs first in its worker, the count below has one query more.
     search(api.owner, q="checkout")
     # The key, the caller's workspaces, the count, the page and its rows' snippets (read for
@@ -236,6 +236,8 @@ def test_the_answer_takes_a_fixed_number_of_queries(api, world, found):
         {"q": "checkout", "workspace_id": "{other_workspace}"},
         {"q": "checkout session"},
         {"q": "checkout -session"},
+        {"q": '"checkout step"'},
+        {"q": '"checkout session"'},
         {"q": "check*"},
         {"q": "the"},
     ],
@@ -275,9 +277,16 @@ def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
         assert body["meta"]["total"] == 0
         assert not any("COUNT(" in query or "issuefacetcount" in query for query in sql), sql
         return
-    # One word, a prefix, a word and one exclusion: the issues' word counters answer
-    # (issues.selectors.issue_search_total); several words, or a stop word, are counted.
-    counters_answer = params["q"] in ("checkout", "Checkouts", "check*", "checkout -session")
+    # One word, a phrase of two, a prefix, a word and one exclusion: the issues' counters
+    # answer (issues.selectors.issue_search_total); several words, or a stop word, are counted.
+    counters_answer = params["q"] in (
+        "checkout",
+        "Checkouts",
+        "check*",
+        "checkout -session",
+        '"checkout step"',
+        '"checkout session"',
+    )
     issues_read = who != "projects:read" and params.get("type", "issue").find("issue") >= 0
     if connection.vendor == "postgresql" and counters_answer and issues_read:
         assert any("issues_issuefacetcount" in query for query in sql), sql
