@@ -65,10 +65,16 @@ def search_hits(
     """What ``user`` may find, with a credential holding ``scopes`` (of ``READ_SCOPES``), in
     ``projects`` (``search_projects``: ids of projects they may see) or, with None, in every
     project they may see."""
-    readable = Q(pk__in=[])
-    for scope in scopes:
-        readable |= READ_SCOPES[scope]
-    hits = SearchHit.objects.filter(readable)
+    if set(scopes) >= set(READ_SCOPES):
+        # Every hit is read by one of them (a comment has one parent, an issue or a pull
+        # request): no condition, which each statement of the search would otherwise carry,
+        # copied and compiled with it (a word at 1M, in process: 17.2 ms a request, 16.3 without).
+        hits = SearchHit.objects.all()
+    else:
+        readable = Q(pk__in=[])
+        for scope in scopes:
+            readable |= READ_SCOPES[scope]
+        hits = SearchHit.objects.filter(readable)
     if projects is None:
         return hits.filter(fulltext.AmongIds("project_id", visible_projects(user=user)))
     return hits.filter(project_id__in=projects) if projects else hits.none()

@@ -277,6 +277,10 @@ def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
         assert body["meta"]["total"] == 0
         assert not any("COUNT(" in query or "issuefacetcount" in query for query in sql), sql
         return
+    # A credential reading every kind narrows the kinds in no statement (search_hits): only
+    # a key of one read scope has its comments narrowed to those on what it reads.
+    by_parent = [query for query in sql if '_id" IS NOT NULL' in query]
+    assert (by_parent == []) == (who in ("owner", "outsider")), by_parent
     # One word, a phrase of two, a prefix, a word and one exclusion: the issues' counters
     # answer (issues.selectors.issue_search_total); several words, or a stop word, are counted.
     counters_answer = params["q"] in (
