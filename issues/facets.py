@@ -111,9 +111,10 @@ def _pair_changes(row: str, delta: int, source: str, where: str = "true") -> lis
     ordered = (
         f"SELECT x.lexeme || ' ' || x.next AS lexeme FROM {followed} WHERE x.next_at = x.at + 1"
     )
+    positioned = f"(SELECT u.lexeme, p.at FROM {places})"
     joined = (
-        f"SELECT a.lexeme || ' ' || b.lexeme AS lexeme FROM (SELECT u.lexeme, p.at FROM {places}) "
-        f"AS a JOIN (SELECT u.lexeme, p.at FROM {places}) AS b ON b.at = a.at + 1"
+        f"SELECT a.lexeme || ' ' || b.lexeme AS lexeme FROM {positioned} AS a "
+        f"JOIN {positioned} AS b ON b.at = a.at + 1"
     )
     length = f"char_length({row}.title) + char_length({row}.description)"
     return [
@@ -263,13 +264,18 @@ def rebuild(project_id: int, *, using: str | None = None) -> None:
         selects.extend(_text_changes("i", 1, f"{ISSUES} i", where="i.project_id = %s"))
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE project_id = %s", [project_id])
-        cursor.execute(
-            f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
-            f"SELECT project_id, status, facet, value, SUM(delta), {_TRUE[vendor]} "
-            f"FROM ({' UNION ALL '.join(selects)}) AS changes "
-            "GROUP BY project_id, status, facet, value",
-            [project_id] * len(selects),
-        )
+        _counted(cursor, vendor, selects, [project_id] * len(selects))
+
+
+def _counted(cursor, vendor: str, selects: list[str], params: list) -> None:
+    """The changes of ``selects`` added up per counter and written as folded rows."""
+    cursor.execute(
+        f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
+        f"SELECT project_id, status, facet, value, SUM(delta), {_TRUE[vendor]} "
+        f"FROM ({' UNION ALL '.join(selects)}) AS changes "
+        "GROUP BY project_id, status, facet, value",
+        params,
+    )
 
 
 def pairs_recount(connection) -> None:
@@ -278,14 +284,9 @@ def pairs_recount(connection) -> None:
     writes off until it commits, so none is counted twice or missed)."""
     if connection.vendor != "postgresql":
         return
-    changes = " UNION ALL ".join(_pair_changes("i", 1, f"{ISSUES} i"))
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE facet = 'pair'")
-        cursor.execute(
-            f"INSERT INTO {TABLE} (project_id, status, facet, value, count, folded) "
-            f"SELECT project_id, status, facet, value, SUM(delta), true FROM ({changes}) AS c "
-            "GROUP BY project_id, status, facet, value"
-        )
+        _counted(cursor, connection.vendor, _pair_changes("i", 1, f"{ISSUES} i"), [])
 
 
 def project_deleted(sender, instance, using, **kwargs) -> None:
@@ -411,7 +412,7 @@ def term_counter(term: fulltext.Term, *, using: str = "default") -> tuple[str, s
     if connections[using].vendor != "postgresql" or term.prefix:
         return None
     if len(term.words) == 1:
-        word = lexeme(term.words[0], using=using)
+        word = _lexeme(term.words[0], using)
         return None if word is None else ("word", word)
     pair = _pair(term.words, using)
     return None if pair is None else ("pair", pair)
