@@ -7,7 +7,9 @@ last updated on each day (UTC, ``YYYY-MM-DD``), and on PostgreSQL how many hold 
 of their search document (``word``: a lexeme of ``collab.db.fulltext``'s document, up to
 ``WORD_MAX`` characters), which answers a search for one word, and each pair of words side by
 side in it (``pair``: the two lexemes, a space between them, up to ``WORD_MAX`` characters in
-all), which answers a phrase of two words. Triggers on the issue table
+all), which answers a phrase of two words. A longer word is counted by its first ``WORD_MAX``
+characters (``head``): with the words, it tells a prefix's search which words begin with the
+prefix. Triggers on the issue table
 and on its label links keep them, in the statement that changes the rows: every write path
 (the services, bulk requests, the admin, label renames and deletes, seeding) keeps them exact,
 at no extra query.
@@ -33,8 +35,9 @@ from collab.db import fulltext
 TABLE = "issues_issuefacetcount"
 ISSUES = "issues_issue"
 LINKS = "issues_issue_labels"
-FACETS = ("type", "priority", "assignee", "label", "created", "updated", "word", "pair")
-# The longest word counted (the counters' value column); a longer one is counted in the rows.
+FACETS = ("type", "priority", "assignee", "label", "created", "updated", "word", "pair", "head")
+# The longest word counted (the counters' value column); a longer one is counted in the rows,
+# and by its head (its first WORD_MAX characters).
 WORD_MAX = 64
 # A day of a timestamp column, as the counters name it.
 _DAY = {
@@ -89,6 +92,19 @@ def _word_changes(row: str, delta: int, source: str, where: str = "true") -> str
     return _select(row, "word", "w.lexeme", str(delta), words)
 
 
+def _head_changes(row: str, delta: int, source: str, where: str = "true") -> str:
+    """PostgreSQL: (project_id, status, 'head', its first ``WORD_MAX`` characters, delta) of
+    each word longer than ``WORD_MAX`` of each issue of ``source`` (``where`` it holds), once
+    per issue and head: with the counted words, every word a prefix of up to ``WORD_MAX``
+    characters can find (``issues.selectors.issue_search_total``)."""
+    heads = (
+        f"{source} CROSS JOIN LATERAL (SELECT DISTINCT left(u.lexeme, {WORD_MAX}) AS lexeme "
+        f"FROM unnest(tsvector_to_array({row}.{fulltext.COLUMN})) AS u(lexeme) "
+        f"WHERE char_length(u.lexeme) > {WORD_MAX}) AS w WHERE {where}"
+    )
+    return _select(row, "head", "w.lexeme", str(delta), heads)
+
+
 # A title and text of fewer characters than this hold fewer words than PostgreSQL's last
 # position in a document (16,383: a word takes two characters at least, with the space after
 # it), so that each position holds one word and the next word in position order is the one
@@ -132,8 +148,12 @@ def _pair_changes(row: str, delta: int, source: str, where: str = "true") -> lis
 
 
 def _text_changes(row: str, delta: int, source: str, where: str = "true") -> list[str]:
-    """PostgreSQL: the word and pair counters' changes of each issue of ``source``."""
-    return [_word_changes(row, delta, source, where), *_pair_changes(row, delta, source, where)]
+    """PostgreSQL: the word, head and pair counters' changes of each issue of ``source``."""
+    return [
+        _word_changes(row, delta, source, where),
+        _head_changes(row, delta, source, where),
+        *_pair_changes(row, delta, source, where),
+    ]
 
 
 # The changes of a statement (or row), added up per counter and appended.
@@ -278,15 +298,17 @@ def _counted(cursor, vendor: str, selects: list[str], params: list) -> None:
     )
 
 
-def pairs_recount(connection) -> None:
-    """PostgreSQL: the pair counters of every project recounted from the rows (after the
-    triggers began keeping them, in the same transaction: their lock on the issues holds
-    writes off until it commits, so none is counted twice or missed)."""
+def text_recount(connection, facet: str) -> None:
+    """PostgreSQL: the counters of ``facet`` (``pair`` or ``head``) of every project recounted
+    from the rows (after the triggers began keeping them, in the same transaction: their lock
+    on the issues holds writes off until it commits, so none is counted twice or missed)."""
     if connection.vendor != "postgresql":
         return
+    source = f"{ISSUES} i"
+    selects = [_head_changes("i", 1, source)] if facet == "head" else _pair_changes("i", 1, source)
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {TABLE} WHERE facet = 'pair'")
-        _counted(cursor, connection.vendor, _pair_changes("i", 1, f"{ISSUES} i"), [])
+        cursor.execute(f"DELETE FROM {TABLE} WHERE facet = %s", [facet])
+        _counted(cursor, connection.vendor, selects, [])
 
 
 def project_deleted(sender, instance, using, **kwargs) -> None:

@@ -210,7 +210,9 @@ def issue_search_total(
       holding both, counted (an index scan that reads only the rows it counts);
     - one prefix of one word (``bill*``): the counters of the most common counted word that
       begins with it, plus the issues holding another word that begins with it and not that
-      one, counted (none, where one word is all the prefix finds)."""
+      one, counted (none, where one word is all the prefix finds). The counters name every
+      word that begins with it (the words, and the heads of longer ones), so that count reads
+      those words' postings alone."""
     query = fulltext.parse(text)
     required, excluded = query.required, query.excluded
     if len(required) != 1 or len(excluded) > 1:
@@ -224,25 +226,7 @@ def issue_search_total(
         counters, rows = counters.filter(status__in=statuses), rows.filter(status__in=statuses)
     if term.prefix:
         stem = facets.lexeme(term.words[0])
-        if stem is None:
-            return None
-        # The range as well as the prefix: the counters' index (project, facet, value) reads
-        # the range, where LIKE reads every word of the project unless the collation is "C"
-        # (20 ms to 50 ms for a million issues' words). The prefix keeps it exact whatever
-        # the collation orders; which word is picked does not change the total.
-        word = (
-            counters.filter(facet="word", value__startswith=stem, **_prefix_range("value", stem))
-            .values("value")
-            .annotate(total=Sum("count"))
-            .order_by("-total")
-            .values_list("value", flat=True)
-            .first()
-        )
-        if word is None:
-            return None
-        others = fulltext.Query((term, fulltext.Term(words=(word,), lexeme=True, excluded=True)))
-        held = counters.filter(facet="word", value=word).aggregate(total=Sum("count"))["total"]
-        return (held or 0) + fulltext.count_by_index(rows.filter(fulltext.Matches(others)))
+        return None if stem is None else _prefix_total(stem, counters, rows)
     counter = facets.term_counter(term)
     if counter is None:
         return None
@@ -252,6 +236,47 @@ def issue_search_total(
         return held
     both = fulltext.Query((term, fulltext.Term(words=excluded[0].words, prefix=excluded[0].prefix)))
     return held - rows.filter(fulltext.Matches(both)).count()
+
+
+# The most words a prefix's count names one by one (``_prefix_total``); past that, it reads
+# the postings of every word that begins with the prefix.
+PREFIX_WORDS_NAMED = 32
+
+
+def _prefix_total(stem: str, counters: QuerySet[IssueFacetCount], rows: QuerySet[Issue]) -> int:
+    """Exact number of ``rows`` holding a word that begins with ``stem``, from ``counters``
+    (theirs, narrowed alike): the most common such word's counter, plus the rows holding any
+    other and not it, counted. Only the words the counters name are read (a prefix's own
+    condition reads the postings of every word that begins with it: those of "bill" in 17% of
+    a million issues, 25 ms, to find none without it); with none other, no row is."""
+    # The range as well as the prefix: the counters' index (project, facet, value) reads
+    # the range, where LIKE reads every word of the project unless the collation is "C"
+    # (20 ms to 50 ms for a million issues' words). The prefix keeps it exact whatever
+    # the collation orders.
+    named = list(
+        counters.filter(
+            facet__in=("word", "head"), value__startswith=stem, **_prefix_range("value", stem)
+        )
+        .values("facet", "value")
+        .annotate(total=Sum("count"))
+        .filter(total__gt=0)
+        .order_by("-total", "facet", "value")
+        .values_list("facet", "value", "total")
+    )
+    words = [(value, int(total)) for facet, value, total in named if facet == "word"]
+    heads = [value for facet, value, _total in named if facet == "head"]
+    if not words:
+        # Words longer than the counters hold, alone: their rows, through their heads.
+        found = fulltext.AnyLexeme([], heads)
+        return fulltext.count_by_index(rows.filter(found)) if heads else 0
+    (word, held), others = words[0], [value for value, _total in words[1:]]
+    if not others and not heads:
+        return held
+    if len(others) + len(heads) <= PREFIX_WORDS_NAMED:
+        found = fulltext.AnyLexeme(others, heads, but_not=word)
+    else:
+        found = fulltext.AnyLexeme([], [stem], but_not=word)
+    return held + fulltext.count_by_index(rows.filter(found))
 
 
 def _prefix_range(field: str, prefix: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from rest_framework.decorators import action
 from collab.api import bulk
 from collab.api.exceptions import EXPECTED_ERRORS, ValidationFailed
 from collab.api.viewsets import ApiViewSet
+from collab.db import fulltext
 from projects.selectors import ProjectLookup
 from projects.viewsets import ProjectAccessViewSet, ProjectScopedViewSet
 
@@ -68,10 +69,10 @@ class IssueListMixin(ApiViewSet):
             total = selectors.issue_search_total(
                 text=params["q"], project_ids=project_ids(), statuses=statuses
             )
-            return queryset.count() if total is None else total
+            return fulltext.count(queryset) if total is None else total
         kept = kept_filter(params, others, user=self.request.user)
         if kept is None:
-            return queryset.count()
+            return fulltext.count(queryset)
         return selectors.issue_kept_total(project_ids=project_ids(), statuses=statuses, kept=kept)
 
 

@@ -143,13 +143,13 @@ def hit_total(
         return 0
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
     if not issues_wanted or fulltext.parse(text).required == ():
-        return hits.count()
+        return fulltext.count(hits)
     project_ids = visible_projects(user=user) if projects is None else list(projects)
     others = hits.exclude(type=HitType.ISSUE).order_by()
     counter = facets.query_counter(text)
     if counter is None:
         issues = issue_search_total(text=text, project_ids=project_ids, statuses=None)
-        return hits.count() if issues is None else issues + others.count()
+        return fulltext.count(hits) if issues is None else issues + others.count()
     # One word or a phrase of two: one statement, its counters summed plus the other kinds'
     # hits counted.
     facet, value = counter

@@ -8,7 +8,7 @@ def install(apps, schema_editor):
     pairs of every issue counted."""
     connection = schema_editor.connection
     facets.triggers_create(connection)
-    facets.pairs_recount(connection)
+    facets.text_recount(connection, "pair")
 
 
 class Migration(migrations.Migration):

@@ -41,12 +41,18 @@ def words(project) -> dict[int, dict[int, list[str]]]:
 
 
 def text_counters(places: dict[int, list[str]]) -> set[tuple[str, str]]:
-    """An issue's word and pair counters (facet, value), from its words by position: each
-    word, and each word followed by one at the next position (a phrase of the two)."""
-    found = {("word", word) for at in places.values() for word in at}
+    """An issue's word, head and pair counters (facet, value), from its words by position:
+    each word (a longer one than the counters hold, by its head), and each word followed by
+    one at the next position (a phrase of the two)."""
+    most = facets.WORD_MAX
+    found = {
+        ("word", word) if len(word) <= most else ("head", word[:most])
+        for at in places.values()
+        for word in at
+    }
     for position, at in places.items():
         found |= {("pair", f"{a} {b}") for a in at for b in places.get(position + 1, [])}
-    return {(facet, value) for facet, value in found if len(value) <= facets.WORD_MAX}
+    return {(facet, value) for facet, value in found if len(value) <= most}
 
 
 def truth(project) -> Counter:
@@ -325,22 +331,23 @@ def test_a_filtered_total_comes_from_the_counters_and_is_exact(spread, params, w
 
 
 # Searches: how the total is found on PostgreSQL (issues.selectors.issue_search_total): from
-# the word counters alone; from them and the few rows they leave, counted (a prefix: the
-# issues holding another of its words and not the most common one; a word and an exclusion:
-# the issues holding both, taken off); or from the rows. SQLite counts the rows.
+# the word counters alone (a prefix that one counted word begins with, or none); from them and
+# the few rows they leave, counted (a prefix: the issues holding another of its words and not
+# the most common one; a word and an exclusion: the issues holding both, taken off); or from
+# the rows. SQLite counts the rows.
 COUNTERS, COUNTERS_AND_REST, ROWS = "counters", "counters and the rest", "rows"
 SEARCHED = [
     ({"q": "emoji"}, COUNTERS),
     ({"q": "Crashing", "status": "open"}, COUNTERS),  # stemmed: crash, crashes, crashed
     ({"q": "picker", "status": "closed,in_progress"}, COUNTERS),
     ({"q": "nowhereword"}, COUNTERS),
-    ({"q": "emo*"}, COUNTERS_AND_REST),
+    ({"q": "emo*"}, COUNTERS),  # emoji alone begins with it
     ({"q": "l*"}, COUNTERS_AND_REST),  # login and list: an issue holds both
-    ({"q": "cra*", "status": "open"}, COUNTERS_AND_REST),
+    ({"q": "cra*", "status": "open"}, COUNTERS),
     ({"q": "emoji -picker"}, COUNTERS_AND_REST),
     ({"q": "crash -emo*", "status": "closed"}, COUNTERS_AND_REST),
     ({"q": 'emoji -"emoji picker"'}, COUNTERS_AND_REST),
-    ({"q": "nowhere*"}, ROWS),  # no counted word begins with it
+    ({"q": "nowhere*"}, COUNTERS),  # no counted word begins with it: none
     ({"q": "emo* -picker"}, ROWS),
     ({"q": "emoji -picker -crash"}, ROWS),
     ({"q": "emoji picker"}, ROWS),
@@ -374,13 +381,39 @@ def test_a_search_is_totalled_from_the_word_counters_where_they_answer(spread, p
 
 
 def test_a_prefix_total_counts_the_words_too_long_for_the_counters(world):
-    """A word longer than the counters hold is in no counter: the issues holding it and not
-    the prefix's most common counted word are counted in the rows."""
+    """A word longer than the counters hold is counted by its head: the issues holding it and
+    not the prefix's most common counted word are counted in the rows, through the head; a
+    prefix that only such words begin with, the same way."""
     long_word = "emo" + "x" * facets.WORD_MAX
     make_issue(world.project, world.owner, title="The emoji picker")
     make_issue(world.project, world.owner, title=f"A {long_word} only")
     make_issue(world.project, world.owner, title=f"Both: emoji and {long_word}")
+    make_issue(world.project, world.owner, title=f"Longer: {long_word}yz")
     make_issue(world.project, world.owner, title="Neither")
-    client = client_for(world.owner)
-    body = assert_ok(client.get(f"/v1/projects/{world.project.pk}/issues", {"q": "emo*"}))
-    assert body["meta"]["total"] == len(body["data"]) == 3
+    assert_exact(world.project)
+    for text, total in (("emo*", 4), ("emox*", 3), ("emoxx*", 3), ("emoz*", 0)):
+        counted = _rows_counted(world, "project", {"q": text})
+        body = assert_ok(
+            client_for(world.owner).get(f"/v1/projects/{world.project.pk}/issues", {"q": text})
+        )
+        assert body["meta"]["total"] == total, text
+        if connection.vendor == "postgresql":
+            # Through the heads: the prefix's own condition is not read.
+            assert len(counted) == (0 if total == 0 else 1), counted
+            assert all(f"{facets.lexeme(text[:-1])}':*" not in sql for sql in counted), counted
+
+
+def test_a_prefix_with_more_words_than_are_named_reads_every_word_it_begins(world, monkeypatch):
+    """Past PREFIX_WORDS_NAMED other words, a prefix's count reads the postings of every word
+    that begins with it (its own condition), and is as exact."""
+    from issues import selectors
+
+    for title in ("Login fails", "List of logs", "Login list", "Lint", "Nothing"):
+        make_issue(world.project, world.owner, title=title)
+    # "list" and "login" in two issues each: the first by name is the counted one.
+    for named, others in ((32, "''login'' | ''lint'' | ''log''"), (2, "''l'':*")):
+        monkeypatch.setattr(selectors, "PREFIX_WORDS_NAMED", named)
+        counted = _rows_counted(world, "project", {"q": "l*"})  # exact, checked there
+        if connection.vendor == "postgresql":
+            [sql] = counted
+            assert f"'({others}) & !''list'''" in sql, sql

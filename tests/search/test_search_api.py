@@ -394,6 +394,39 @@ def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad
     assert walked[:100] == whole and len(set(walked)) == len(walked)
 
 
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
+def test_a_total_counted_in_the_rows_finds_the_candidates_in_the_same_statement(api, broad, path):
+    """A total no counter answers (a prefix and a word) is counted in the rows; on PostgreSQL,
+    in a project, the statement that counts them also gives the newest 50 matches, which
+    the page then ranks: nothing reads the matches again for them. The page is the ordering
+    read in one query."""
+    from django.db.models.expressions import OrderBy
+
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    text = "e* change"
+    params = {"q": text, "per_page": 100}
+    narrowed = {"project_id": broad.project.pk} if path == "/v1/search" else {"sort": "relevance"}
+    params.update(narrowed)
+    with CaptureQueriesContext(connection) as queries:
+        body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches(text))
+    assert body["meta"]["total"] == matches.count() > 50
+    statements = [q["sql"] for q in queries.captured_queries]
+    counted = [sql for sql in statements if "COUNT(" in sql.upper()]
+    candidates = [sql for sql in statements if "LIMIT 50)" in sql]
+    if connection.vendor == "postgresql":
+        assert len(counted) == 1 and counted == candidates
+        assert "WITH a AS MATERIALIZED" in counted[0] and "w.document @@" not in counted[0]
+    else:
+        assert len(counted) == 1 and len(candidates) == 1 and counted != candidates
+    best = fulltext.CandidateScore(fulltext.parse(text), among=matches, candidates=50)
+    in_one_query = matches.order_by(OrderBy(best, descending=True), "-id")
+    ids = [row.get("object_id", row["id"]) for row in body["data"]]
+    assert ids == list(in_one_query.values_list("pk", flat=True)[:100])
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
 @pytest.mark.parametrize("window", [20, 1])
 def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_among_all(
@@ -458,20 +491,23 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
     """Narrowed to several projects (a workspace's, as ``workspace_id`` gives them), the
     window is the newest 20 N rows of them all, read as each project's newest merged in
     order: the same oldest candidate as a search of every match (with too few matches there,
-    each project's newest N matches, merged too, in a second statement). Past
-    WINDOW_MOST_SCOPES projects, or narrowed by a subquery, the planner alone finds it."""
+    each project's newest N matches, merged too, in a second statement); a project without
+    rows has no branch in either. Past WINDOW_MOST_SCOPES projects, or narrowed by a subquery,
+    the planner alone finds it."""
     from collab.db import fulltext
     from issues.models import Issue
     from issues.seeding import issues_seed
 
     second = ProjectFactory(workspace=broad.project.workspace, created_by=broad.owner)
+    empty = ProjectFactory(workspace=broad.project.workspace, created_by=broad.owner)
     issues_seed(project=second, total=600, people=[broad.owner.pk])
     monkeypatch.setattr(fulltext, "WINDOW_PER_CANDIDATE", window)
-    ids = [broad.project.pk, second.pk]
+    ids = [broad.project.pk, empty.pk, second.pk]
     rows = Issue.objects.filter(project_id__in=ids)
     matches = rows.filter(fulltext_matches("e*"))
     newest = matches.order_by("-created_at").values_list("created_at", "project_id")[:50]
-    assert {project for _at, project in newest} == set(ids)  # the projects' rows interleave
+    # The projects with rows interleave theirs.
+    assert {project for _at, project in newest} == {broad.project.pk, second.pk}
     window_rows = rows.order_by("-created_at").values_list("pk", flat=True)[: window * 50]
     in_window = matches.filter(pk__in=list(window_rows)).count()
     assert (in_window >= 50) == (window == 20)  # each branch is taken
@@ -482,12 +518,22 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
             assert best._candidates()[0] == newest[49][0]
         return [q["sql"] for q in queries.captured_queries]
 
-    statements = oldest_found(matches)
+    # Which projects hold rows is read first, in one statement of index probes.
+    probe, *statements = oldest_found(matches)
+    assert probe.startswith("SET LOCAL enable_seqscan = off; ") and "IS NOT NULL" in probe
     assert statements[0].startswith(WALKED + 'WITH m AS MATERIALIZED (SELECT w."created_at"')
-    # The window merges the projects' newest rows, and the fallback (with too few in the
-    # window) their newest matches.
+    # The window merges the newest rows of the two projects that hold any, and the fallback
+    # (with too few in the window) their newest matches.
     assert len(statements) == (1 if window == 20 else 2)
     assert all(statement.count("UNION ALL") == 1 for statement in statements)
+    # In projects that hold no row, nothing is windowed: no candidate.
+    nothing = Issue.objects.filter(project_id__in=[empty.pk, empty.pk + 1000]).filter(
+        fulltext_matches("e*")
+    )
+    best = fulltext.CandidateScore(fulltext.parse("e*"), among=nothing, candidates=50)
+    with CaptureQueriesContext(connection) as queries:
+        assert best._candidates() == (None, {})
+    assert len(queries.captured_queries) == 1
     # With a total known to be at most WINDOW_LEAST_MATCHES, no window: the newest matches of
     # the projects together, in one statement, and their keys.
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
