@@ -166,7 +166,10 @@ def test_the_pairs_of_a_document_past_its_last_position_are_exact(api, world):
     body = assert_ok(
         api.owner.get(f"/v1/projects/{world.project.pk}/issues", {"q": '"w16380 w16450"'})
     )
-    assert body["meta"]["total"] == len(body["data"]) == 2
+    # PostgreSQL's last position makes the two words side by side in the long document too;
+    # SQLite's index keeps every position, where they are 70 apart: the short one alone.
+    found = 2 if connection.vendor == "postgresql" else 1
+    assert body["meta"]["total"] == len(body["data"]) == found
 
 
 def test_compacting_folds_each_key_into_one_row_and_keeps_them_exact(api, world):
