@@ -305,7 +305,10 @@ def text_recount(connection, facet: str) -> None:
     if connection.vendor != "postgresql":
         return
     source = f"{ISSUES} i"
-    selects = [_head_changes("i", 1, source)] if facet == "head" else _pair_changes("i", 1, source)
+    selects = {
+        "head": lambda: [_head_changes("i", 1, source)],
+        "pair": lambda: _pair_changes("i", 1, source),
+    }[facet]()
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE facet = %s", [facet])
         _counted(cursor, connection.vendor, selects, [])
