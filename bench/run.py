@@ -27,7 +27,8 @@ per endpoint in this process, through Django's test client):
 - a deep page of the large project's list, page 1,000 (the last full page on less data), by
   number (``OFFSET``) and by the cursor page 999 gives (keyset): the same rows;
 - ``GET /v1/issues/:id``, ``POST /v1/projects/:id/issues`` and ``PATCH /v1/issues/:id`` (the
-  writes go to a project of their own, "Bench writes", so the measured sizes stay put), the
+  writes go to a project of their own, "Bench writes", in a workspace of its own, so the
+  measured sizes and workspaces stay put), the
   writes against bare views doing their essential writes (bench/views.py); creates from 8
   clients at once into one project and into 8; ``POST .../issues/bulk`` with 100 items;
 - every documented filter of the issue list (``FILTERS``), alone and with ``status=open``,
@@ -140,6 +141,8 @@ SEARCH_SHAPES = {
 # topped up to this many projects.
 SEARCH_WORKSPACE_PROJECTS = 20
 SMALL_WORKSPACE = "Bench small"
+# The writes' projects (writes_project): apart from the workspaces searched.
+WRITES_WORKSPACE = "Bench writes"
 # Every search measured on both sizes: the shapes, and across a workspace.
 SEARCH_CASES = [*SEARCH_SHAPES, "workspace"]
 HEALTHY_RECEIVERS = 10
@@ -216,7 +219,7 @@ def main() -> int:
         results["webhooks"] = measure_webhooks(args, server, writes["id"], token)
         server.stop()
         limited.stop()
-        results["stream"] = measure_stream(args, environment, token)
+        results["stream"] = measure_stream(args, environment, token, writes["id"])
         queue_drain(timeout=120)  # the stream's writes: nothing left behind in the broker
     finally:
         for process in processes:
@@ -314,15 +317,22 @@ def database_settle() -> None:
 
 def writes_project() -> dict:
     """A project for the writes, with issues for PATCH to change in turn, and eight more for
-    concurrent creates spread over projects."""
-    from accounts.models import User
+    concurrent creates spread over projects, all in a workspace of their own
+    (WRITES_WORKSPACE): every run adds thousands of issues to them, newer than any seeded
+    one, and a search across the measured workspace would measure those."""
+    from accounts.models import User, Workspace
+    from accounts.services import workspace_create
     from issues.models import Issue
     from issues.services import issue_create
     from projects.models import Project
     from projects.services import project_create
 
     owner = User.objects.get(email=OWNER)
-    workspace = Project.objects.filter(workspace__name=WORKSPACE).first().workspace
+    workspace = (
+        Workspace.objects.filter(name=WRITES_WORKSPACE, memberships__user=owner)
+        .order_by("pk")
+        .first()
+    ) or workspace_create(name=WRITES_WORKSPACE, owner=owner)
 
     def named(name: str) -> Project:
         project = Project.objects.filter(workspace=workspace, name=name).first()
@@ -895,16 +905,17 @@ def wait_for(probe, timeout: float):
 # Stream ---------------------------------------------------------------------------------------
 
 
-def measure_stream(args, environment: dict, token: str) -> dict:
+def measure_stream(args, environment: dict, token: str, project_id: int) -> dict:
     """--subscribers streams on a server of one process: how long they take to open, and each
-    write's frame at every one; then --capacity streams held at once, a write's frame at each,
-    and the server's memory per stream."""
+    write's frame (an issue created in the writes' project, ``project_id``) at every one; then
+    --capacity streams held at once, a write's frame at each, and the server's memory per
+    stream."""
     from accounts.models import User
     from issues.services import issue_create
     from projects.models import Project
 
     owner = User.objects.get(email=OWNER)
-    project = Project.objects.get(workspace__name=WORKSPACE, name="Bench writes")
+    project = Project.objects.get(pk=project_id)
     server = Server(environment, workers=1, threads=8)
     server.start()
     loop = asyncio.new_event_loop()

@@ -412,6 +412,14 @@ class Highlight(_SearchExpression):
         return f"COALESCE({sql}, {text})", params
 
 
+def marked_after_the_cut(alias: str) -> bool:
+    """Whether a page's query may carry a ``Highlight`` for its rows: PostgreSQL puts off an
+    output column as costly as ``ts_headline`` until after the sort and the LIMIT, so it marks
+    the page's rows alone; SQLite would mark every match before the page is cut (a second
+    per row for ``a*`` over 5,000 issues), so its marks are read for the page afterwards."""
+    return connections[alias].vendor == "postgresql"
+
+
 class AmongIds(Expression):
     """``field`` is one of the ids ``subquery`` gives: a condition. On PostgreSQL the ids are
     read once into an array (``= ANY(ARRAY(...))``): an ``IN`` would be planned as a join,
