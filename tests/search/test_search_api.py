@@ -431,6 +431,42 @@ def test_a_total_counted_in_the_rows_finds_the_candidates_in_the_same_statement(
     assert ids == list(in_one_query.values_list("pk", flat=True)[:100])
 
 
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
+def test_every_match_counted_in_the_rows_is_ranked_by_the_keys_the_count_found(
+    api, broad, settings, path
+):
+    """With no more matches than the ranking takes, each is a candidate; on PostgreSQL, in a
+    project, the statement that counts them gives their keys, and the page reads them by key:
+    the full-text index is read once, by the count, and no older band is asked for."""
+    from django.db.models.expressions import OrderBy
+
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    settings.SEARCH_RANK_CANDIDATES = 2000
+    text = "e* change"
+    params = {"q": text, "per_page": 100}
+    if path == "/v1/search":
+        params["project_id"] = broad.project.pk
+    else:
+        params["sort"] = "relevance"
+    with CaptureQueriesContext(connection) as queries:
+        body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches(text))
+    assert 100 < body["meta"]["total"] == matches.count() <= 2000
+    statements = [q["sql"] for q in queries.captured_queries]
+    ranked = [sql for sql in statements if "ts_rank(" in sql or "bm25(" in sql]
+    assert len(ranked) == 1
+    if connection.vendor == "postgresql":
+        counted = [sql for sql in statements if "WITH a AS MATERIALIZED" in sql]
+        assert len(counted) == 1 and "LIMIT 2000)" in counted[0]
+        assert "= ANY(" in ranked[0]  # the page reads the counted keys
+    best = fulltext.CandidateScore(fulltext.parse(text), among=matches, candidates=2000)
+    in_one_query = matches.order_by(OrderBy(best, descending=True), "-id")
+    ids = [row.get("object_id", row["id"]) for row in body["data"]]
+    assert ids == list(in_one_query.values_list("pk", flat=True)[:100])
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
 @pytest.mark.parametrize("window", [20, 1])
 def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_among_all(
