@@ -277,12 +277,16 @@ def _walk(rows: QuerySet | Sequence) -> _Walk:
     return _KeysetWalk(rows)
 
 
-def _banded(queryset: QuerySet) -> Callable[[int | None], list[QuerySet]] | None:
+Band = tuple[QuerySet, Callable[..., QuerySet] | None]
+
+
+def _banded(queryset: QuerySet) -> Callable[[int | None], list[Band]] | None:
     """For a queryset ordered first by an expression that splits it into bands
     (``bands(queryset, rest, total=)``: each band's rows and their ordering, every row of a
-    band before every row of the next; search's "best first",
-    collab.db.fulltext.CandidateScore): what gives its bands, each ordered as it says, from
-    the number of rows when known. None for any other ordering."""
+    band before every row of the next, and optionally how to narrow it; search's "best
+    first", collab.db.fulltext.CandidateScore): what gives its bands, each ordered as it
+    says with its narrowing or None, from the number of rows when known. None for any other
+    ordering."""
     terms = queryset.query.order_by
     if not terms or not isinstance(terms[0], OrderBy) or not terms[0].descending:
         return None
@@ -290,10 +294,10 @@ def _banded(queryset: QuerySet) -> Callable[[int | None], list[QuerySet]] | None
     if split is None:
         return None
 
-    def bands(total: int | None) -> list[QuerySet]:
+    def bands(total: int | None) -> list[Band]:
         return [
-            rows.order_by(*ordering)
-            for rows, ordering in split(queryset, list(terms[1:]), total=total)
+            (rows.order_by(*ordering), narrow[0] if narrow else None)
+            for rows, ordering, *narrow in split(queryset, list(terms[1:]), total=total)
         ]
 
     return bands
@@ -349,15 +353,30 @@ class _SortKey:
 
 class _KeysetWalk:
     """A queryset, by its own ordering made total (the primary key last), walked by keyset:
-    the rows after a position are those whose sort values come after the position's."""
+    the rows after a position are those whose sort values come after the position's.
 
-    def __init__(self, queryset: QuerySet) -> None:
+    ``narrow(count, after=None)``, where given, is a smaller queryset of the same rows that
+    holds the first ``count`` of them (with ``after``, a position's sort values, the first
+    ``count`` after it): a page reads it instead (search's ranked candidates,
+    collab.db.fulltext.CandidateScore).
+    """
+
+    def __init__(self, queryset: QuerySet, narrow: Callable[..., QuerySet] | None = None) -> None:
         self.keys = _sort_keys(queryset)
         self.aliases = [_ALIAS.format(index) for index in range(len(self.keys))]
         self.source = queryset
-        self.rows = queryset.order_by(*[key.order_by() for key in self.keys]).annotate(
+        self.narrow = narrow
+        self.rows = self._ordered(queryset)
+
+    def _ordered(self, queryset: QuerySet) -> QuerySet:
+        return queryset.order_by(*[key.order_by() for key in self.keys]).annotate(
             **{alias: key.expression for alias, key in zip(self.aliases, self.keys, strict=True)}
         )
+
+    def _rows_holding(self, count: int, after: list | None = None) -> QuerySet:
+        if self.narrow is None:
+            return self.rows
+        return self._ordered(self.narrow(count, after))
 
     def signature(self) -> list[str]:
         return [repr(key.order_by()) for key in self.keys]
@@ -372,7 +391,7 @@ class _KeysetWalk:
         return self
 
     def slice(self, offset: int, limit: int) -> list:
-        return list(self.rows[offset : offset + limit])
+        return list(self._rows_holding(offset + limit)[offset : offset + limit])
 
     def after(self, position: dict[str, Any], limit: int) -> list:
         values = position["k"]
@@ -391,7 +410,7 @@ class _KeysetWalk:
         first = self.keys[0]
         if first.nulls_first is None:
             condition &= first.bound(self.aliases[0], values[0])
-        return list(self.rows.filter(condition)[:limit])
+        return list(self._rows_holding(limit, values).filter(condition)[:limit])
 
     def position(self, row: Any, offset: int) -> dict[str, Any]:
         if isinstance(row, dict):
@@ -411,7 +430,7 @@ class _BandedWalk:
     page is read from the band its position is in, and from the next ones when that band
     ends before the page does. A cursor holds its band and the keys of its rows' ordering."""
 
-    def __init__(self, queryset: QuerySet, bands: Callable[[int | None], list[QuerySet]]) -> None:
+    def __init__(self, queryset: QuerySet, bands: Callable[[int | None], list[Band]]) -> None:
         self.source = queryset
         self.whole = _KeysetWalk(queryset)
         self.split = bands
@@ -424,7 +443,7 @@ class _BandedWalk:
     @cached_property
     def bands(self) -> list["_KeysetWalk"]:
         # Made when first read, after the count: the bands may be found by the total.
-        return [_KeysetWalk(band) for band in self.split(self.total)]
+        return [_KeysetWalk(band, narrow) for band, narrow in self.split(self.total)]
 
     def signature(self) -> list[str]:
         return self.whole.signature()

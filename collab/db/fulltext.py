@@ -26,7 +26,7 @@ import html
 import re
 import time
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from django.conf import settings
@@ -287,6 +287,16 @@ class Rechecked(Matches):
         return f"({sql}) IS TRUE", params
 
 
+def _score_sql(query: Query, document: str) -> tuple[str, list[Any]]:
+    """PostgreSQL: the SQL (and its parameters) of ``Score`` for the search document
+    ``document`` (a column's SQL)."""
+    # The required terms alone: the exclusions leave rows out, they do not rank the rest
+    # (ts_rank gives every row of ``a & !b`` the same 1e-20).
+    sql, params = _tsquery(Query(query.required) if query.required else query)
+    # Normalisation 32: rank / (rank + 1), into [0, 1).
+    return f"ts_rank({document}, {sql}, 32)::float8", params
+
+
 class Score(_SearchExpression):
     """How well a matching row matches, from 0 to 1 (higher is better; a title's words weigh
     more than a description's). Only meaningful on rows ``Matches`` kept."""
@@ -295,11 +305,7 @@ class Score(_SearchExpression):
         super().__init__(query, FloatField())
 
     def as_postgresql(self, compiler, connection):
-        # The required terms alone: the exclusions leave rows out, they do not rank the rest
-        # (ts_rank gives every row of ``a & !b`` the same 1e-20).
-        sql, params = _tsquery(Query(self.query.required) if self.query.required else self.query)
-        # Normalisation 32: rank / (rank + 1), into [0, 1).
-        return f"ts_rank({self._column(compiler, COLUMN)}, {sql}, 32)::float8", params
+        return _score_sql(self.query, self._column(compiler, COLUMN))
 
     def as_sqlite(self, compiler, connection):
         if not self.query.required:
@@ -675,14 +681,21 @@ def _scope_window(scope, query: Query, rows: int, n: int) -> tuple[str, list[Any
     others' in order: ``rows`` rows in all, not ``rows`` per project."""
     unmatched, field, values = scope
     columns = _key_columns(unmatched.model)
+    # Each row's primary key too, where it is not among its keys (a view's): the ordering's
+    # last term after the score (``CandidateScore._narrowed``).
+    pk = unmatched.model._meta.pk.attname
+    ordered = [*columns, pk] if pk not in columns else columns
 
     def newest(value):
         rows_of = unmatched.filter(**{field: value}).order_by("-created_at")
-        return rows_of.values("created_at", *columns, document=_Document())[:rows]
+        return rows_of.values("created_at", *ordered, document=_Document())[:rows]
 
     window, params = _newest_merged(newest, values, rows)
     match, more = _tsquery(query)
-    return _newest_keys(unmatched, window, params, f"w.document @@ {match}", more, n)
+    score_sql, score_params = _score_sql(query, "w.document")
+    quote = connections[unmatched.db].ops.quote_name
+    scored = (f"{score_sql} AS score, w.{quote(pk)} AS tie", score_params)
+    return _newest_keys(unmatched, window, params, f"w.document @@ {match}", more, n, scored=scored)
 
 
 def _key_columns(model) -> list[str]:
@@ -698,6 +711,7 @@ def _newest_keys(
     n: int,
     *,
     counted: bool = False,
+    scored: tuple[str, list[Any]] | None = None,
 ) -> tuple[str, list[Any]]:
     """The SQL (and its parameters) of the newest ``n`` of the rows ``rows_sql`` gives (rows
     of ``queryset``'s model: their created_at and ``_row_key`` columns), those meeting
@@ -705,7 +719,9 @@ def _newest_keys(
     the model has no kinds), each with how many were found, the created_at of the oldest of
     them, the kind, and the ids (``_row_key``) of that kind's rows newer than the oldest
     (NULL for none). ``counted``: each row ends with how many rows ``rows_sql`` gives, read
-    once for both."""
+    once for both. ``scored``: the SQL (and parameters) of each row's score and primary key
+    over ``w`` (``score`` and ``tie``), given after the ids, aligned with them
+    (``_ranked_newer``)."""
     kind_field, id_field = _row_key(queryset.model)
     quote = connections[queryset.db].ops.quote_name
     kind = "NULL" if kind_field is None else f"m.{quote(kind_field)}"
@@ -713,6 +729,9 @@ def _newest_keys(
         f"w.{quote(column)}" for column in ("created_at", *_key_columns(queryset.model))
     )
     rows, read, total = f"({rows_sql})", "", ""
+    score_sql, score_params = scored or ("", [])
+    if scored:
+        selected += f", {score_sql}"
     if counted:
         rows, read, total = "a", f"a AS MATERIALIZED ({rows_sql}), ", ", e.total"
     sql = (
@@ -721,11 +740,29 @@ def _newest_keys(
         "e AS (SELECT COUNT(*) AS found, MIN(created_at) AS oldest"
         f"{', (SELECT COUNT(*) FROM a) AS total' if counted else ''} FROM m) "
         f"SELECT e.found, e.oldest, {kind}, "
-        f"array_agg(m.{quote(id_field)}) FILTER (WHERE m.created_at IS NOT NULL){total} "
+        f"array_agg(m.{quote(id_field)}) FILTER (WHERE m.created_at IS NOT NULL)"
+        f"{', array_agg(m.score) FILTER (WHERE m.created_at IS NOT NULL)' if scored else ''}"
+        f"{', array_agg(m.tie) FILTER (WHERE m.created_at IS NOT NULL)' if scored else ''}"
+        f"{total} "
         "FROM e LEFT JOIN m ON m.created_at > e.oldest "
         f"GROUP BY e.found, e.oldest{'' if kind_field is None else ', ' + kind}{total}"
     )
-    return sql, [*params, *more, n]
+    if counted:  # the rows are read (in ``a``) before they are scored (in ``m``)
+        return sql, [*params, *score_params, *more, n]
+    return sql, [*score_params, *params, *more, n]
+
+
+def _ranked_newer(kinds: list[tuple]) -> list[tuple[float, Any, Any, Any]]:
+    """From the rows of ``_newest_keys`` with ``scored``: each row newer than the oldest as
+    (score, primary key, kind, id), in "best first" order (the score, then the primary key,
+    both descending)."""
+    found = [
+        (score, tie, kind, key)
+        for _found, _oldest, kind, ids, scores, ties, *_total in kinds
+        if ids
+        for key, score, tie in zip(ids, scores, ties, strict=True)
+    ]
+    return sorted(found, key=lambda entry: (entry[0], entry[1]), reverse=True)
 
 
 def _oldest_and_newer(kinds: list[tuple]) -> tuple[Any, dict[Any, list]]:
@@ -757,6 +794,9 @@ class CandidateScore(Expression):
         self.query, self.candidates, self.among = query, candidates, among
         # What ``_candidates`` gives, when ``count`` found it already.
         self.counted: tuple[Any, dict[Any, list] | None] | None = None
+        # The candidates newer than the oldest, best first (score, primary key, kind, id),
+        # when the window found them.
+        self.ranking: list[tuple[float, Any, Any, Any]] | None = None
         self.newest = among.order_by("-created_at").values_list("created_at", flat=True)
         # The created_at of the N-th newest row: the oldest of the newest N (all of them with
         # fewer rows). Read by a LIMIT, not an OFFSET: the same plan as any first page.
@@ -772,11 +812,14 @@ class CandidateScore(Expression):
         """``_scope_of(among)``: the scope whose newest rows the window walks, if any."""
         return _scope_of(self.among)
 
-    def bands(self, queryset, rest: list, *, total: int | None = None) -> list[tuple[Any, list]]:
+    def bands(self, queryset, rest: list, *, total: int | None = None) -> list[tuple]:
         """``queryset`` ordered by this expression, then by ``rest``, as its bands in order,
         each with its own ordering: the candidates best first (their score is at least 0),
         then the older rows (-1 each) by ``rest`` alone (none with fewer rows than
-        ``candidates``). ``total``: how many rows ``queryset`` holds, when known.
+        ``candidates``). ``total``: how many rows ``queryset`` holds, when known. Where the
+        window scored the candidates, their band comes with a third element, ``narrow(count,
+        after=None)``: the band narrowed to a queryset that holds its first ``count`` rows
+        (``_narrowed``), for the pages to read instead of the whole band.
 
         With at most ``candidates`` rows, every one is a candidate: nothing more is read, and
         where counting them found their keys (``count``), they are read by key (two words in
@@ -801,18 +844,44 @@ class CandidateScore(Expression):
         if newer is None or unmatched is None:
             ranked = queryset.filter(created_at__gte=oldest)
         else:
-            # The candidates the window found, by their keys (an index lookup each, the match
-            # checked on each row), and the matches as old as the oldest of them (the window
-            # may not have read them all): the rows newer than it are all in the window. Read
-            # through the full-text index instead, a word in 5% of a million issues took 9 ms
-            # of a 12 ms page to find every posting of it, for the thousand candidates.
-            ranked = unmatched.filter(
-                (_keyed(queryset.model, newer) & Q(Rechecked(self.query)))
-                | (Q(created_at=oldest) & Q(Matches(self.query)))
-            )
+            ranked = self._ranked(unmatched, newer, oldest)
         # Every match among the keys the count found: none older.
         older = queryset.none() if every_one else queryset.filter(created_at__lt=oldest)
+        if self.ranking is not None and unmatched is not None and rest == ["-id"]:
+            # Ranked as the window found them (the score, then the key: the whole ordering),
+            # a page reads the keys it holds alone.
+            narrow = partial(self._narrowed, unmatched, oldest, ranked)
+            return [(ranked, [score, *rest], narrow), (older, rest)]
         return [(ranked, [score, *rest]), (older, rest)]
+
+    def _ranked(self, unmatched, newer: dict[Any, list], oldest) -> Any:
+        """The candidates the window found, by their keys (an index lookup each, the match
+        checked on each row), and the matches as old as the oldest of them (the window may not
+        have read them all): the rows newer than it are all in the window. Read through the
+        full-text index instead, a word in 5% of a million issues took 9 ms of a 12 ms page
+        to find every posting of it, for the thousand candidates."""
+        return unmatched.filter(
+            (_keyed(unmatched.model, newer) & Q(Rechecked(self.query)))
+            | (Q(created_at=oldest) & Q(Matches(self.query)))
+        )
+
+    def _narrowed(self, unmatched, oldest, whole, count: int, after: list | None = None) -> Any:
+        """The candidates' band ordered by score then ``-id``, narrowed to what holds its
+        first ``count`` rows (after a cursor's row, whose sort values are ``after``): those
+        of the window's ranking, and the matches as old as the oldest (ranked by the page:
+        the window may not have read them all). A page reads the keys of its own rows, not
+        every candidate's (a word at a million issues: 20 where there were 500). ``whole``:
+        the band, for sort values that are not a score and a key."""
+        ranking = self.ranking or []
+        if after is not None:
+            score, tie = after[0], after[1]
+            if not isinstance(score, int | float) or not isinstance(tie, int):
+                return whole
+            ranking = [entry for entry in ranking if (entry[0], entry[1]) < (score, tie)]
+        keys: dict[Any, list] = {}
+        for _score, _tie, kind, key in ranking[:count]:
+            keys.setdefault(kind, []).append(key)
+        return self._ranked(unmatched, keys, oldest)
 
     def count(self, queryset) -> int:
         """``queryset.count()`` (``among``'s rows, ordered by this expression): in a scope
@@ -874,6 +943,7 @@ class CandidateScore(Expression):
                 cursor.execute(*_scope_window(scope, self.query, WINDOW_PER_CANDIDATE * n, n))
                 kinds = cursor.fetchall()
                 if kinds[0][0] == n:
+                    self.ranking = _ranked_newer(kinds)
                     return _oldest_and_newer(kinds)
             # The newest N matches, with their keys, as the window gives them: the page then
             # reads its candidates by key, not through the full-text index again (a pair of

@@ -342,9 +342,12 @@ def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path, monke
     ranked = [q["sql"] for q in queries.captured_queries if "LIMIT 50)" in q["sql"]]
     assert len(ranked) == 1 and "MIN(" in ranked[0]
     assert ("w.document @@" in ranked[0]) == windowed
+    assert ("ts_rank(w.document" in ranked[0]) == windowed  # the window scores what it finds
     scored = [
-        q["sql"] for q in queries.captured_queries if "ts_rank(" in q["sql"] or "bm25(" in q["sql"]
-    ]
+        q["sql"]
+        for q in queries.captured_queries
+        if ("ts_rank(" in q["sql"] or "bm25(" in q["sql"]) and "MATERIALIZED" not in q["sql"]
+    ]  # the page's statements (the window's scores what it finds: below)
     newest_only = '"created_at" = ' if windowed else '"created_at" >='
     assert scored and all(newest_only in sql for sql in scored), scored
     newest = set(matches.order_by("-created_at").values_list("pk", flat=True)[:50])
@@ -359,11 +362,17 @@ def test_a_broad_prefix_ranks_only_the_newest_candidates(api, broad, path, monke
     assert len(marking) == 1 and "OFFSET" not in marking[0]
 
 
+@pytest.mark.parametrize("windowed", [False, True], ids=["found-by-the-planner", "windowed"])
 @pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
-def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad, path):
+def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(
+    api, broad, path, windowed, monkeypatch
+):
     """The ranked candidates and the older matches are read as two bands
     (collab.api.pagination._BandedWalk): every page size, page number and cursor gives the
-    rows of the one ordering, across the band's end, as the ordering read in one query does."""
+    rows of the one ordering, across the band's end, as the ordering read in one query does.
+    Windowed (PostgreSQL, in a project), the window scores the candidates, and a page reads
+    the keys of those it can hold alone (``CandidateScore._narrowed``): the same rows, ties
+    of score across pages and cursors included."""
     from django.db.models.expressions import OrderBy
 
     from collab.db import fulltext
@@ -371,6 +380,11 @@ def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad
 
     url = path.format(project=broad.project.pk)
     params = {"q": "e*"} if path == "/v1/search" else {"q": "e*", "sort": "relevance"}
+    if windowed:
+        # Hundreds of matches: the window is walked for them (past 10,000, by default).
+        monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 200)
+        if path == "/v1/search":
+            params["project_id"] = broad.project.pk
 
     def ids(**more):
         body = assert_ok(api.owner.get(url, {**params, **more}))
@@ -396,6 +410,19 @@ def test_pages_and_cursors_cross_from_the_ranked_to_the_older_matches(api, broad
         walked += page
         cursor = meta["next_cursor"]
     assert walked[:100] == whole and len(set(walked)) == len(walked)
+    if windowed and connection.vendor == "postgresql":
+        # The first page's ranked statement names the keys of its 9 rows (and those scored
+        # as the last of them), not the 50 candidates'.
+        with CaptureQueriesContext(connection) as queries:
+            assert ids(per_page=9)[0] == whole[:9]
+        ranked = [
+            q["sql"]
+            for q in queries.captured_queries
+            if "ts_rank(" in q["sql"] and "MATERIALIZED" not in q["sql"]  # not the window's
+        ]
+        keys = re.findall(r"ANY\('\{([0-9,]*)\}'", ranked[0])
+        assert len(ranked) == 1 and keys
+        assert 9 <= sum(len(found.split(",")) for found in keys) < 50
 
 
 @pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
@@ -507,7 +534,7 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
     monkeypatch.setattr(fulltext, "WINDOW_LEAST_MATCHES", 500)
     for known, windowed in ((None, True), (total, total > 500), (500, False)):
         with CaptureQueriesContext(connection) as queries:
-            [(ranked, _order), _older] = best.bands(matches, [], total=known)
+            [(ranked, _order, *_narrow), _older] = best.bands(matches, [], total=known)
         statements = [q["sql"] for q in queries.captured_queries]
         assert ("w.document @@" in statements[0]) == windowed
         assert statements[0].startswith(WALKED) == windowed  # read through the index if not
@@ -579,7 +606,7 @@ def test_across_a_workspaces_projects_the_window_merges_their_newest_rows(
     best = fulltext.CandidateScore(fulltext.parse("e*"), among=matches, candidates=50)
     total = matches.count()
     with CaptureQueriesContext(connection) as queries:
-        [(ranked, _order), _older] = best.bands(matches, [], total=total)
+        [(ranked, _order, *_narrow), _older] = best.bands(matches, [], total=total)
     [statement] = [q["sql"] for q in queries.captured_queries]
     assert "w.document @@" not in statement and "UNION ALL" not in statement
     assert ranked.count() == 50
@@ -624,9 +651,24 @@ def test_the_windows_candidates_are_read_by_key_with_every_row_as_old_as_the_old
     best = fulltext.CandidateScore(fulltext.parse("alpha"), among=matches, candidates=50)
     oldest, newer = best._candidates()
     assert oldest == instant and [len(ids) for ids in newer.values()] == [30]
-    [(ranked, _order), (older, _rest)] = best.bands(matches, [])
+    [(ranked, _order, narrow), (older, _rest)] = best.bands(matches, ["-id"])
     assert set(ranked.values_list("pk", flat=True)) == {issue.pk for issue in made}
     assert not older.exists()
+    # Narrowed for a page of 10 (the window ranked the 30 newer ones): their first 10 by
+    # score then -id, and every row as old as the oldest, which the window did not rank; after
+    # a cursor's row, the 10 that follow it.
+    newer_ones = rows.filter(pk__in=[issue.pk for issue in made[:30]]).order_by(
+        OrderBy(fulltext.Score(fulltext.parse("alpha")), descending=True), "-id"
+    )
+    in_order = list(newer_ones.values_list("pk", flat=True))
+    tied = {issue.pk for issue in made[30:]}
+    held = set(narrow(10).values_list("pk", flat=True))
+    assert held - tied == set(in_order[:10]) and tied < held
+    fifth = newer_ones.annotate(score=fulltext.Score(fulltext.parse("alpha")))[4]
+    held = set(narrow(10, [fifth.score, fifth.pk]).values_list("pk", flat=True))
+    assert held - tied == set(in_order[5:15])
+    unscored = narrow(10, ["not a score", fifth.pk]).values_list("pk", flat=True)
+    assert set(unscored) == {issue.pk for issue in made}  # the whole band
 
     url = path.format(project=world.project.pk)
     params = {"q": "alpha"} if path == "/v1/search" else {"q": "alpha", "sort": "relevance"}
