@@ -734,16 +734,18 @@ def _newest_keys(
         selected += f", {score_sql}"
     if counted:
         rows, read, total = "a", f"a AS MATERIALIZED ({rows_sql}), ", ", e.total"
+    # The ids of the rows newer than the oldest (and their scores and keys, with ``scored``).
+    arrays = ", ".join(
+        f"array_agg(m.{column}) FILTER (WHERE m.created_at IS NOT NULL)"
+        for column in (quote(id_field), *(("score", "tie") if scored else ()))
+    )
     sql = (
         f"WITH {read}m AS MATERIALIZED (SELECT {selected} FROM {rows} w "
         f"WHERE {condition} ORDER BY w.created_at DESC LIMIT %s), "
         "e AS (SELECT COUNT(*) AS found, MIN(created_at) AS oldest"
         f"{', (SELECT COUNT(*) FROM a) AS total' if counted else ''} FROM m) "
         f"SELECT e.found, e.oldest, {kind}, "
-        f"array_agg(m.{quote(id_field)}) FILTER (WHERE m.created_at IS NOT NULL)"
-        f"{', array_agg(m.score) FILTER (WHERE m.created_at IS NOT NULL)' if scored else ''}"
-        f"{', array_agg(m.tie) FILTER (WHERE m.created_at IS NOT NULL)' if scored else ''}"
-        f"{total} "
+        f"{arrays}{total} "
         "FROM e LEFT JOIN m ON m.created_at > e.oldest "
         f"GROUP BY e.found, e.oldest{'' if kind_field is None else ', ' + kind}{total}"
     )
@@ -817,7 +819,8 @@ class CandidateScore(Expression):
         each with its own ordering: the candidates best first (their score is at least 0),
         then the older rows (-1 each) by ``rest`` alone (none with fewer rows than
         ``candidates``). ``total``: how many rows ``queryset`` holds, when known. Where the
-        window scored the candidates, their band comes with a third element, ``narrow(count,
+        window scored the candidates and ``rest`` is ``["-id"]`` (so that the score and the key
+        make the whole ordering), their band comes with a third element, ``narrow(count,
         after=None)``: the band narrowed to a queryset that holds its first ``count`` rows
         (``_narrowed``), for the pages to read instead of the whole band.
 
