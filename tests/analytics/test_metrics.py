@@ -3,9 +3,12 @@ figures whether the days come from the stored rollups, the backfill or live coun
 
 import pytest
 from django.core.management import call_command
+from django.db import connection, transaction
 
 from analytics.models import ProjectDay, RollupState
 from analytics.services import rollup_project
+from analytics.stats import BORN_CLOSED
+from issues.models import IssueHistory
 from tests.analytics.conftest import NOW, at
 from tests.conftest import assert_error, assert_ok
 
@@ -425,3 +428,22 @@ def test_reopened_today_is_no_longer_closed(
     assert (issues["open"], issues["closed"], issues["total"]) == (3, 4, 7)
     assert (issues["closings"], issues["reopened"]) == (6, 2)
     assert issues["average_resolution_seconds"] == (4420800 - 86400 - undone_seconds) // 4
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's index alone")
+def test_the_issues_created_closed_are_read_through_their_own_index(scenario):
+    """The live count of issues created closed (G in the scenario) reads the partial index of
+    their "created" rows (analytics_history_born_closed), never every row of the history: the
+    index's condition, compiled in its migration, is the query's (``stats.BORN_CLOSED``), or
+    no planner would use it. With a scan of the table priced out, the plan names the index."""
+    sql, params = (
+        IssueHistory.objects.filter(BORN_CLOSED).values("issue_id").query.sql_with_params()
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "analytics_history_born_closed" in plan, plan
+    assert list(
+        IssueHistory.objects.filter(BORN_CLOSED).values_list("issue__title", flat=True)
+    ) == ["Issue G"]
