@@ -366,7 +366,12 @@ class _KeysetWalk:
         self.aliases = [_ALIAS.format(index) for index in range(len(self.keys))]
         self.source = queryset
         self.narrow = narrow
-        self.rows = self._ordered(queryset)
+
+    @cached_property
+    def rows(self) -> QuerySet:
+        # Made when first read: a walk may only sign the list (``_BandedWalk.whole``) or
+        # never be reached (a band after the page).
+        return self._ordered(self.source)
 
     def _ordered(self, queryset: QuerySet) -> QuerySet:
         return queryset.order_by(*[key.order_by() for key in self.keys]).annotate(

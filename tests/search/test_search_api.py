@@ -537,7 +537,9 @@ def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_am
             [(ranked, _order, *_narrow), _older] = best.bands(matches, [], total=known)
         statements = [q["sql"] for q in queries.captured_queries]
         assert ("w.document @@" in statements[0]) == windowed
-        assert statements[0].startswith(WALKED) == windowed  # read through the index if not
+        # Either way at the walk's costs: not windowed, many matches in a small project are
+        # found by walking its newest rows (the planner's choice), a few through the index.
+        assert statements[0].startswith(WALKED)
         assert len(statements) == (2 if windowed and window == 1 else 1)
         assert ranked.count() == 50
 
