@@ -782,8 +782,9 @@ class CandidateScore(Expression):
     """``Score`` for the newest ``candidates`` rows of ``among`` (by ``created_at``), -1 for
     every older row: what "best first" ranks, so that ranking costs the same whatever the
     query matches (``a*`` matches nearly everything). The newest rows come out best first,
-    then the older ones newest first (the ordering's next term). With fewer rows than
-    ``candidates``, every row is ranked.
+    then the older ones newest first (the ordering's next term). With at most
+    ``every_up_to`` rows (or ``candidates``, if more), every row is ranked: reading so few
+    costs less than walking the newest rows for candidates (``bands``).
 
     A list ordered by it first is read band by band (``bands``, collab.api.pagination): the
     candidates ranked, then the older rows in the ordering's next terms. Each band is a query
@@ -791,9 +792,10 @@ class CandidateScore(Expression):
     a sort of every match (the ordering as one expression would read each match's row to
     sort it: 50,000 rows for a word in 5% of a million issues)."""
 
-    def __init__(self, query: Query, *, among, candidates: int):
+    def __init__(self, query: Query, *, among, candidates: int, every_up_to: int = 0):
         super().__init__(output_field=FloatField())
         self.query, self.candidates, self.among = query, candidates, among
+        self.every_up_to = max(candidates, every_up_to)
         # What ``_candidates`` gives, when ``count`` found it already.
         self.counted: tuple[Any, dict[Any, list] | None] | None = None
         # The candidates newer than the oldest, best first (score, primary key, kind, id),
@@ -824,10 +826,11 @@ class CandidateScore(Expression):
         after=None)``: the band narrowed to a queryset that holds its first ``count`` rows
         (``_narrowed``), for the pages to read instead of the whole band.
 
-        With at most ``candidates`` rows, every one is a candidate: nothing more is read, and
-        where counting them found their keys (``count``), they are read by key (two words in
-        a project of 10,000 issues, 55 matches: the full-text index holds every project's
-        postings, and reading the pair's again took 5 ms of a 20 ms request). Otherwise the
+        With at most ``every_up_to`` rows, every one is ranked: nothing more is read, and
+        where counting them found their keys (``count``: the newest ``candidates``, so with
+        at most that many rows), they are read by key (two words in a project of 10,000
+        issues, 55 matches: the full-text index holds every project's postings, and reading
+        the pair's again took 5 ms of a 20 ms request). Otherwise the
         oldest created_at of the newest N rows is read first, in a query of its own, so that
         the planner, given it as a value, reads the candidates through the index on
         created_at (as a subquery, it read every match of a word in a third of a million
@@ -836,8 +839,11 @@ class CandidateScore(Expression):
         index past that) made things worse where a word common in the database is rare in a
         small project, and in the union of /v1/search."""
         score = OrderBy(Score(self.query), descending=True)
-        every_one = total is not None and total <= self.candidates
-        if every_one and self.counted is None:
+        every_one = total is not None and total <= self.every_up_to
+        # Counted, the keys found are the newest ``candidates``': the page reads every match
+        # by them where they are all, and through the full-text index otherwise.
+        by_keys = self.counted is not None and total is not None and total <= self.candidates
+        if every_one and not by_keys:
             return [(queryset, [score, *rest]), (queryset.none(), rest)]
         windowed = total is None or total > WINDOW_LEAST_MATCHES
         oldest, newer = self._candidates(windowed=windowed)
@@ -976,7 +982,7 @@ class CandidateScore(Expression):
             return _oldest_and_newer(cursor.fetchall())
 
     def __repr__(self) -> str:  # a cursor's fingerprint: stable from one request to the next
-        return f"{self.__class__.__name__}({self.query!r}, {self.candidates})"
+        return f"{self.__class__.__name__}({self.query!r}, {self.candidates}, {self.every_up_to})"
 
     def resolve_expression(self, *args, **kwargs):
         return self.ranked.resolve_expression(*args, **kwargs)
@@ -1003,7 +1009,8 @@ def best_first(text: str, *, among=None) -> OrderBy | None:
     On PostgreSQL with the rank indexes (``rank_index_ready``), every match is ranked and the
     page is read from the index in rank order (``RankDistance``). Otherwise, with ``among``
     (the rows being ordered, filtered), only its newest ``settings.SEARCH_RANK_CANDIDATES``
-    rows are ranked (``CandidateScore``)."""
+    rows are ranked (``CandidateScore``), or every one where there are at most
+    ``settings.SEARCH_RANK_EVERY_UP_TO``."""
     query = parse(text)
     if not query:
         return None
@@ -1012,7 +1019,9 @@ def best_first(text: str, *, among=None) -> OrderBy | None:
     candidates = getattr(settings, "SEARCH_RANK_CANDIDATES", 0)
     if among is None or candidates <= 0:
         return OrderBy(Score(query), descending=True)
-    return OrderBy(CandidateScore(query, among=among, candidates=candidates), descending=True)
+    every_up_to = getattr(settings, "SEARCH_RANK_EVERY_UP_TO", 0)
+    best = CandidateScore(query, among=among, candidates=candidates, every_up_to=every_up_to)
+    return OrderBy(best, descending=True)
 
 
 def tie_broken(terms: list, tie_breaker: str) -> list:

@@ -49,6 +49,13 @@ class Statement:
     ``stand_ins`` maps each value's key to its stand-in. Compiling checks that every stand-in
     reached the SQL's parameters (as the database adapter takes them: SQLite's dates are
     strings), so a value the query transforms fails loudly instead of running wrong.
+
+    ``within`` maps keys to stand-ins of strings that the query may write into a parameter of
+    its own (a search's words, which a prefix's ``'word':*`` or a phrase's ``word word``
+    holds): each parameter holding any is rebuilt with each call's values in their places,
+    written in as they are, not escaped as the query escapes what it is given (a ``LIKE``'s
+    ``%``): for values the query writes in unchanged alone (a search's words are letters and
+    digits). Such a stand-in must not occur in anything else (``\x00`` fences them).
     """
 
     def __init__(
@@ -56,6 +63,7 @@ class Statement:
         queryset: QuerySet[Any],
         stand_ins: Mapping[Any, Any],
         *,
+        within: Mapping[Any, str] | None = None,
         lost: str = "Values not found in the compiled statement",
     ) -> None:
         self.model = queryset.model
@@ -89,8 +97,16 @@ class Statement:
             for position, param in enumerate(self.params)
             if type(param) in (int, str, date, datetime) and param in forms
         ]
+        # The parameters that hold stand-ins of ``within``: each position, with those keys.
+        self.templates: list[tuple[int, list[tuple[str, Any]]]] = []
+        for position, param in enumerate(self.params):
+            if type(param) is str:
+                held = [(token, key) for key, token in (within or {}).items() if token in param]
+                if held:
+                    self.templates.append((position, held))
         found = {key for _position, key, _adapt in self.slots}
-        missing = [key for key in stand_ins if key not in found]
+        found |= {key for _position, held in self.templates for _token, key in held}
+        missing = [key for key in [*stand_ins, *(within or {})] if key not in found]
         if missing:
             raise ValueError(f"{lost}: {missing}")
 
@@ -99,6 +115,11 @@ class Statement:
         params = list(self.params)
         for position, key, adapt in self.slots:
             params[position] = adapt(values[key])
+        for position, held in self.templates:
+            param = self.params[position]
+            for token, key in held:
+                param = param.replace(token, values[key])
+            params[position] = param
         return params
 
     def rows(self, values: Mapping[Any, Any]) -> list[tuple[Any, ...]]:

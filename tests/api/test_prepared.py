@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.authentication import api_key_with_user
 from accounts.models import ApiKey, Membership
-from collab.db.prepared import PreparedQuery
+from collab.db.prepared import PreparedQuery, Statement
 from projects.models import Project, ProjectMember
 from tests.factories import ProjectFactory, make_api_key
 
@@ -121,6 +121,19 @@ def test_a_parameter_the_compiler_rewrites_is_refused_when_compiled(world):
     )
     with pytest.raises(ValueError, match="name"):
         text.rows(name="Rocket")
+
+
+def test_a_string_written_into_a_parameter_is_replaced_within_it(world):
+    """``Statement(within=)``: a stand-in the query writes into a parameter of its own (here
+    ``%name%``) is replaced there by each call's value."""
+    token = "\x00name\x00"
+    named = Project.objects.filter(name__icontains=token).values_list("pk")
+    statement = Statement(named, {}, within={"name": token})
+    for name in (world.project.name[1:5], world.other_project.name[:3], "no such name"):
+        expected = Project.objects.filter(name__icontains=name).values_list("pk", flat=True)
+        assert {pk for (pk,) in statement.rows({"name": name})} == set(expected)
+    with pytest.raises(ValueError, match="other"):  # a stand-in that reached no parameter
+        Statement(named, {}, within={"name": token, "other": "\x00other\x00"})
 
 
 def test_model_instances_are_refused():

@@ -308,11 +308,12 @@ def test_the_total_is_exact_and_a_word_totals_the_issues_from_their_counters(
 @pytest.fixture
 def broad(world, settings):
     """Two thousand issues (the demo seeding's words: hundreds match ``e*``), and only the
-    newest 50 matches ranked: the ranking without the rank indexes (SQLite, PostgreSQL
-    without RUM; tests/search/test_rank_index.py has the one with them)."""
+    newest 50 matches ranked, however few match: the ranking without the rank indexes
+    (SQLite, PostgreSQL without RUM; tests/search/test_rank_index.py has the one with them)."""
     from issues.seeding import issues_seed
 
     settings.SEARCH_RANK_CANDIDATES = 50
+    settings.SEARCH_RANK_EVERY_UP_TO = 0
     issues_seed(project=world.project, total=2000, people=[world.owner.pk])
     return world
 
@@ -494,6 +495,62 @@ def test_every_match_counted_in_the_rows_is_ranked_by_the_keys_the_count_found(
     assert ids == list(in_one_query.values_list("pk", flat=True)[:100])
 
 
+@pytest.mark.parametrize("text", ["change", "e* change"])  # from the counters; counted
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/projects/{project}/issues"])
+def test_every_match_is_ranked_up_to_a_few_hundred_and_past_them_the_newest_candidates(
+    api, broad, settings, text, path
+):
+    """More matches than the candidates (50), no more than ``SEARCH_RANK_EVERY_UP_TO``:
+    every match is ranked, read through the full-text index (no window, no candidates'
+    keys). One match more than that, and the newest 50 alone are ranked, the older ones
+    following newest first."""
+    from django.db.models.expressions import OrderBy
+
+    from collab.db import fulltext
+    from issues.models import Issue
+
+    params = {"q": text, "per_page": 100}
+    if path == "/v1/search":
+        params["project_id"] = broad.project.pk
+    else:
+        params["sort"] = "relevance"
+    matches = Issue.objects.filter(project=broad.project).filter(fulltext_matches(text))
+    total = matches.count()
+    assert 100 < total <= 2000
+    query = fulltext.parse(text)
+    every_one = matches.order_by(OrderBy(fulltext.Score(query), descending=True), "-id")
+    newest = fulltext.CandidateScore(query, among=matches, candidates=50)
+    candidates_first = matches.order_by(OrderBy(newest, descending=True), "-id")
+    for every_up_to, expected in ((total, every_one), (total - 1, candidates_first)):
+        settings.SEARCH_RANK_EVERY_UP_TO = every_up_to
+        with CaptureQueriesContext(connection) as queries:
+            body = assert_ok(api.owner.get(path.format(project=broad.project.pk), params))
+        assert body["meta"]["total"] == total
+        ids = [row.get("object_id", row["id"]) for row in body["data"]]
+        assert ids == list(expected.values_list("pk", flat=True)[:100])
+        # From the counters, the total tells: the newest 50 are found by a statement of
+        # their own, or nothing but the page is read.
+        newest_found = [
+            q["sql"] for q in queries.captured_queries if "m AS MATERIALIZED" in q["sql"]
+        ]
+        if connection.vendor == "postgresql" and " " not in text:
+            assert bool(newest_found) == (every_up_to < total), newest_found
+    # The two orders differ here: which one was read is seen in the pages.
+    assert list(every_one.values_list("pk", flat=True)[:100]) != list(
+        candidates_first.values_list("pk", flat=True)[:100]
+    )
+
+
+def test_the_prepared_total_restates_every_filter_that_narrows_the_hits():
+    """A total from the counters is compiled once per shape, its hits rebuilt from the
+    request's kinds, projects and text (search.selectors.TOTAL_NARROWED_BY): a filter added
+    to /v1/search must be restated there, or its totals would not narrow."""
+    from search.filters import SearchFilter
+    from search.selectors import TOTAL_NARROWED_BY
+
+    assert set(SearchFilter.base_filters) - {"sort"} == TOTAL_NARROWED_BY
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is PostgreSQL's")
 @pytest.mark.parametrize("window", [20, 1])
 def test_the_oldest_candidate_is_found_in_a_window_of_the_newest_rows_or_else_among_all(
@@ -642,6 +699,7 @@ def test_the_windows_candidates_are_read_by_key_with_every_row_as_old_as_the_old
     from issues.models import Issue
 
     settings.SEARCH_RANK_CANDIDATES = 50
+    settings.SEARCH_RANK_EVERY_UP_TO = 0
     monkeypatch.setattr(fulltext, "WINDOW_PER_CANDIDATE", 2)
     made = [make_issue(world.project, world.owner, title=f"Alpha {n}") for n in range(230)]
     instant = timezone.now() - timedelta(hours=1)
