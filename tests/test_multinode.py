@@ -18,6 +18,7 @@ from contextlib import ExitStack
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from accounts.models import User
 from collab.api.scopes import ALL_SCOPES
@@ -51,6 +52,15 @@ QUICK = {
     "DATABASE_POOL": "1",
     "RATE_LIMIT_PREMIUM": "50",
 }
+
+
+def stuck_deliveries(project_id: int) -> list[dict]:
+    """The project's deliveries still to be made, as the database holds them, with when they
+    were read: what a failed wait for them says."""
+    now = timezone.now()
+    fields = ("uuid", "status", "attempts", "next_attempt_at", "claimed_until", "last_error")
+    rows = Delivery.objects.filter(webhook__project_id=project_id, status__in=["pending", "failed"])
+    return [{"read_at": now, **row} for row in rows.values(*fields)]
 
 
 class Balancer:
@@ -288,7 +298,7 @@ def test_two_web_and_two_worker_nodes_share_only_postgres_and_redis(
                 ).exists()
             ),
             timeout=60,
-            message="deliveries were lost",
+            message=lambda: f"deliveries were lost: {stuck_deliveries(pid)!r}",
         )
         uuids = Delivery.objects.filter(webhook__project_id=pid).values_list("uuid", flat=True)
         deliveries = {str(u) for u in uuids}
