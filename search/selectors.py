@@ -155,9 +155,11 @@ def hit_total(
     if hits.query.is_empty():  # narrowed to nothing (a workspace without projects)
         return 0
     issues_wanted = "issues:read" in scopes and (not types or HitType.ISSUE in types)
-    if not issues_wanted or fulltext.parse(text).required == ():
+    terms = fulltext.parse(text).terms
+    if not issues_wanted or all(term.excluded for term in terms):
         return fulltext.count(hits)
     project_ids = visible_projects(user=user) if projects is None else list(projects)
+    # The hits of the other kinds, which the issues' counters leave to be counted.
     others = hits.exclude(type=HitType.ISSUE).order_by()
     counter = facets.query_counter(text)
     if counter is None:
@@ -176,7 +178,6 @@ def hit_total(
             )
         )["total"]
         return int(total)
-    terms = fulltext.parse(text).terms
     shape = _TotalShape(
         alias=hits.db,
         scopes=tuple(scopes),
